@@ -1,0 +1,48 @@
+# Two commands for a fresh machine: `make run` and `make test` (see README.md).
+# Everything Python lives in .venv; the Rust and Go ports build with their own toolchains
+# when those are on PATH.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup lint test-python test-rust test-go bench clean
+
+run: setup
+	$(BIN)/conformance run
+
+test: setup test-python test-rust test-go
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: setup
+	$(BIN)/ruff check reference conformance tests bench adapters/python adapters/micrograd adapters/torch
+	$(BIN)/mypy
+
+test-python: setup
+	$(BIN)/ruff check reference conformance tests bench adapters/python
+	$(BIN)/conformance regen --check
+	$(BIN)/python -m pytest -n auto -q
+
+test-rust:
+	@if [ -d adapters/rust ] && command -v cargo >/dev/null 2>&1; then \
+	  cd adapters/rust && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings && cargo test --quiet; \
+	else echo "skipping Rust: adapters/rust or cargo missing"; fi
+
+test-go:
+	@if [ -d adapters/go ] && command -v go >/dev/null 2>&1; then \
+	  cd adapters/go && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...; \
+	else echo "skipping Go: adapters/go or go missing"; fi
+
+bench: setup
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV)

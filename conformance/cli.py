@@ -1,0 +1,55 @@
+"""The ``conformance`` command: a thin dispatcher to one module per subcommand.
+
+Exit codes: 0 when nothing unexpected happened, 1 on conformance failures (or
+stale fixtures for ``regen --check``), 2 on usage or configuration errors.
+User mistakes are reported as one clear line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from . import __version__
+from .commands import regen
+
+COMMANDS = [regen]
+
+
+class UsageError(Exception):
+    """A mistake in the command line or configuration; reported as one line, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="conformance", description="Conformance kit for scalar reverse-mode autodiff engines.")
+    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; returns the exit code."""
+    from .fixture import FixtureBug
+    from .generate import CaseError
+    from .program import ProgramError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (UsageError, CaseError, ProgramError) as error:
+        print(f"conformance: error: {error}", file=sys.stderr)
+        return 2
+    except FixtureBug as error:
+        print(f"conformance: fixture bug: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("conformance: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The fixture file format (DESIGN.md 4): model, loading with validation, canonical text.
+
+One case per file; the case id is the path under ``fixtures/`` without
+``.json``. A fixture carries its format version, id, description, the ops,
+features and levels it needs, its comparison policy, the program, one expected
+observation per step, and provenance. Loading validates against
+``fixtures/fixture.schema.json`` and then parses the program, so a broken
+fixture is reported as a fixture bug naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Optional
+
+import jsonschema
+
+from .program import Program, ProgramError, parse_program
+from .wire import WireError, decode_float, loads, to_json_ready, ulp_distance
+
+FORMAT_VERSION = 1
+LEVELS = ("values", "gradients", "errors", "trace", "order")
+SCHEMA_NAME = "fixture.schema.json"
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES_DIR = PACKAGE_ROOT / "fixtures"
+
+
+class FixtureBug(ValueError):
+    """A fixture file that cannot be used: unreadable, invalid JSON, or against the schema."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How floats are compared for one fixture.
+
+    ``exact``: bit equality (nan equals nan, -0.0 differs from 0.0).
+    ``tolerance``: a and b agree when both are equal bits or
+    ``|a - b| <= abs + rel * max(|a|, |b|)``; non-finite values must match exactly.
+    """
+
+    mode: str
+    reason: str
+    rel: float = 0.0
+    abs: float = 0.0
+
+    def agree(self, a: float, b: float) -> bool:
+        """Whether expected ``a`` and actual ``b`` agree under this policy."""
+        if ulp_distance(a, b) == 0.0:
+            return True
+        if self.mode == "exact" or not (math.isfinite(a) and math.isfinite(b)):
+            return False
+        return abs(a - b) <= self.abs + self.rel * max(abs(a), abs(b))
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy as fixture data."""
+        if self.mode == "exact":
+            return {"mode": "exact", "reason": self.reason}
+        return {"mode": "tolerance", "rel": self.rel, "abs": self.abs, "reason": self.reason}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Comparison":
+        """Read a policy from fixture data (already schema-checked)."""
+        if data["mode"] == "exact":
+            return Comparison("exact", data["reason"])
+        return Comparison("tolerance", data["reason"], float(data["rel"]), float(data["abs"]))
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One canonical case: what to run and what the reference observed."""
+
+    id: str
+    description: str
+    ops: tuple[str, ...]
+    features: tuple[str, ...]
+    levels: tuple[str, ...]
+    comparison: Comparison
+    program: Program
+    expected: tuple[dict[str, Any], ...]
+    provenance: dict[str, str]
+    path: Optional[Path] = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fixture file's data, keys in their canonical order."""
+        return {
+            "format": FORMAT_VERSION,
+            "id": self.id,
+            "description": self.description,
+            "ops": list(self.ops),
+            "features": list(self.features),
+            "levels": list(self.levels),
+            "comparison": self.comparison.to_json(),
+            "program": [step.to_json() for step in self.program],
+            "expected": list(self.expected),
+            "provenance": dict(self.provenance),
+        }
+
+
+@cache
+def _validator(schema_path: Path) -> Any:
+    schema = json.loads(schema_path.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def schema_path(fixtures_dir: Path = FIXTURES_DIR) -> Path:
+    """Where the fixture JSON Schema lives."""
+    return fixtures_dir / SCHEMA_NAME
+
+
+def validate_data(data: Any, source: str, schema: Optional[Path] = None) -> None:
+    """Raise FixtureBug (naming source and JSON path) unless data matches the schema."""
+    error = jsonschema.exceptions.best_match(_validator(schema or schema_path()).iter_errors(data))
+    if error is not None:
+        location = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+        raise FixtureBug(f"{source}: at {location}: {error.message}")
+
+
+def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
+    """Read, validate and parse one fixture file; raise FixtureBug on any defect."""
+    source = str(path)
+    try:
+        data = loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise FixtureBug(f"{source}: cannot read: {error}") from None
+    except ValueError as error:
+        raise FixtureBug(f"{source}: not valid JSON: {error}") from None
+    validate_data(data, source, schema_path(root))
+    try:
+        relative = path.resolve().relative_to(root.resolve()).with_suffix("").as_posix()
+    except ValueError:
+        relative = data["id"]
+    if data["id"] != relative:
+        raise FixtureBug(f"{source}: field 'id' is {data['id']!r} but the file's place says {relative!r}")
+    try:
+        program = parse_program(data["program"], f"{source}: program")
+    except ProgramError as error:
+        raise FixtureBug(str(error)) from None
+    if len(data["expected"]) != len(program):
+        raise FixtureBug(
+            f"{source}: field 'expected' has {len(data['expected'])} observations for {len(program)} steps"
+        )
+    try:
+        comparison = Comparison.from_json(data["comparison"])
+        for field in ("rel", "abs"):
+            if field in data["comparison"]:
+                decode_float(data["comparison"][field], f"comparison.{field}")
+    except WireError as error:
+        raise FixtureBug(f"{source}: {error}") from None
+    return Fixture(
+        id=data["id"],
+        description=data["description"],
+        ops=tuple(data["ops"]),
+        features=tuple(data["features"]),
+        levels=tuple(data["levels"]),
+        comparison=comparison,
+        program=program,
+        expected=tuple(data["expected"]),
+        provenance=data["provenance"],
+        path=path,
+    )
+
+
+def fixture_paths(root: Path = FIXTURES_DIR) -> list[Path]:
+    """Every fixture file under root, sorted by case id (the schema file excluded)."""
+    return sorted(p for p in root.rglob("*.json") if p.name != SCHEMA_NAME)
+
+
+def load_corpus(root: Path = FIXTURES_DIR) -> list[Fixture]:
+    """Every fixture under root, loaded and validated."""
+    return [load_fixture(path, root) for path in fixture_paths(root)]
+
+
+def fixture_text(fixture: Fixture) -> str:
+    """The canonical bytes of a fixture file: deterministic, diff-friendly JSON."""
+    return _format(to_json_ready(fixture.to_json()), 0) + "\n"
+
+
+_WIDTH = 110
+
+
+def _format(value: Any, indent: int) -> str:
+    # Short containers and records of plain values (one step, node or edge) stay on one
+    # line; long containers of containers put one item per line.
+    compact = json.dumps(value, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
+    if not isinstance(value, (dict, list)) or not value or len(compact) + indent <= _WIDTH:
+        return compact
+    items_of = value.values() if isinstance(value, dict) else value
+    if isinstance(value, dict) and not any(isinstance(item, (dict, list)) for item in items_of):
+        return compact
+    pad = " " * (indent + 2)
+    if isinstance(value, list):
+        items = [pad + _format(item, indent + 2) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+    items = [f"{pad}{json.dumps(key)}: {_format(item, indent + 2)}" for key, item in value.items()]
+    return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"

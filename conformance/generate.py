@@ -1,0 +1,273 @@
+"""The fixture generator: case definitions in, canonical fixture files out.
+
+Cases come from the TOML files in ``conformance/cases/`` (hand-written, one
+``[[case]]`` table each) and from the Python families in
+``conformance/cases/families.py``. For every case the reference runs the
+program, and the generator decides the levels the case checks and its
+comparison policy (DESIGN.md 3.6): ``exact`` only when every op is IEEE-exact
+and every pass adjoint sum is provably independent of summation order,
+otherwise a tolerance. ``regen`` writes atomically; ``regen --check`` only
+compares and lists stale, missing and extra files.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import reference
+from reference.ops import IEEE_EXACT_OPS
+
+from .execute import run_program
+from .fixture import (
+    FIXTURES_DIR,
+    LEVELS,
+    Comparison,
+    Fixture,
+    FixtureBug,
+    fixture_paths,
+    fixture_text,
+    validate_data,
+)
+from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
+from .wire import to_json_ready
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+ROOT = CASES_DIR.parent.parent
+
+#: Tolerance for cases whose ops go through a port's libm (exp, log, tanh, pow):
+#: a few ulps per op, propagated through a handful of ops.
+DEFAULT_REL = 1e-13
+
+
+@dataclass(frozen=True)
+class Case:
+    """A case definition before the reference has run it."""
+
+    id: str
+    description: str
+    program: Program
+    generator: str
+    levels: Optional[tuple[str, ...]] = None
+    comparison: Optional[Comparison] = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+class CaseError(ValueError):
+    """A case definition that cannot become a fixture; the message names the file and case."""
+
+
+def load_toml_cases(path: Path) -> list[Case]:
+    """Read every ``[[case]]`` of one TOML case file."""
+    source = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise CaseError(f"{source}: not valid TOML: {error}") from None
+    cases = []
+    for index, raw in enumerate(data.get("case", [])):
+        where = f"{source}: case {index}"
+        if not isinstance(raw.get("id"), str) or not isinstance(raw.get("description"), str):
+            raise CaseError(f"{where}: needs string fields 'id' and 'description'")
+        where = f"{source}: case {raw['id']!r}"
+        unknown = set(raw) - {"id", "description", "program", "levels", "comparison"}
+        if unknown:
+            raise CaseError(f"{where}: unexpected field {sorted(unknown)[0]!r}")
+        try:
+            program = parse_program(raw.get("program"), where)
+        except ProgramError as error:
+            raise CaseError(str(error)) from None
+        levels = raw.get("levels")
+        if levels is not None and (not isinstance(levels, list) or not set(levels) <= set(LEVELS)):
+            raise CaseError(f"{where}: field 'levels' must be a list drawn from {', '.join(LEVELS)}")
+        comparison = None
+        if "comparison" in raw:
+            spec = dict(raw["comparison"])
+            spec.setdefault("abs", 0.0)
+            comparison = Comparison.from_json(spec)
+        cases.append(
+            Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None, comparison)
+        )
+    return cases
+
+
+def all_cases() -> list[Case]:
+    """Every case definition: the TOML files, then the Python families."""
+    from .cases import families
+
+    cases: list[Case] = []
+    for path in sorted(CASES_DIR.glob("*.toml")):
+        cases.extend(load_toml_cases(path))
+    cases.extend(families.cases())
+    seen: dict[str, str] = {}
+    for case in cases:
+        if case.id in seen:
+            raise CaseError(f"case id {case.id!r} is defined twice: in {seen[case.id]} and in {case.generator}")
+        seen[case.id] = case.generator
+    return cases
+
+
+def build_fixture(case: Case) -> Fixture:
+    """Run the case on the reference and produce its fixture."""
+    try:
+        observations = run_program(case.program)
+    except ProgramError as error:
+        raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
+    levels = case.levels or default_levels(case.program, observations)
+    comparison = case.comparison or choose_comparison(case.program, observations)
+    if "trace" not in levels and "order" not in levels:
+        observations = [{k: v for k, v in obs.items() if k != "pass"} for obs in observations]
+    fixture = Fixture(
+        id=case.id,
+        description=case.description,
+        ops=tuple(ops_used(case.program)),
+        features=tuple(features_used(case.program)),
+        levels=tuple(level for level in LEVELS if level in levels),
+        comparison=comparison,
+        program=case.program,
+        expected=tuple(observations),
+        provenance={
+            "reference_version": reference.__version__,
+            "generator": case.generator,
+            "program_sha256": program_hash(case.program),
+        },
+    )
+    return fixture
+
+
+def default_levels(program: Program, observations: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The levels a case checks: values always, then whatever its steps exercise."""
+    levels = ["values"]
+    if any(step.op in ("backward", "zero_grad") for step in program):
+        levels.append("gradients")
+    if any("error" in obs for obs in observations):
+        levels.append("errors")
+    if any("pass" in obs for obs in observations):
+        levels += ["trace", "order"]
+    return tuple(levels)
+
+
+def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> Comparison:
+    """Exact when provably order-independent and IEEE-exact, else a tolerance (DESIGN.md 3.6)."""
+    leaves = {"variable", "constant", "detach"}
+    inexact = sorted({step.op for step in program if step.id and step.op not in IEEE_EXACT_OPS} - leaves)
+    crowded = _order_dependent_sums(observations)
+    if not inexact and not crowded:
+        return Comparison(
+            "exact",
+            "every op is IEEE-exact and every pass adjoint sums at most two contributions "
+            "or dyadic contributions whose every partial sum is exact, so any valid order gives the same bits",
+        )
+    reasons = []
+    if inexact:
+        reasons.append(
+            f"{', '.join(inexact)} may come from a port's libm, within an ulp or so of the correctly rounded reference"
+        )
+    if crowded:
+        reasons.append(f"{crowded} node(s) sum three or more inexact contributions, whose rounding depends on order")
+    return Comparison("tolerance", "; ".join(reasons), DEFAULT_REL, 0.0)
+
+
+def _order_dependent_sums(observations: list[dict[str, Any]]) -> int:
+    crowded = 0
+    for obs in observations:
+        record = obs.get("pass")
+        if record is None:
+            continue
+        by_parent: dict[str, list[float]] = {}
+        for edge in record["edges"]:
+            if edge["parent_tracked"]:
+                by_parent.setdefault(edge["parent"], []).append(edge["contribution"])
+        crowded += sum(1 for parts in by_parent.values() if len(parts) > 2 and not _exact_in_any_order(parts))
+    return crowded
+
+
+def _exact_in_any_order(parts: list[float]) -> bool:
+    # Every finite float is n * 2^k. With u the smallest such power of two among the parts
+    # (their lowest set bits), every part is an integer number of u; if the magnitudes add up
+    # to fewer than 2^53 units, every partial sum in every order is exactly representable,
+    # so the summation order cannot change a bit.
+    if not all(math.isfinite(p) for p in parts):
+        return False
+    fractions = [Fraction(p) for p in parts if p != 0.0]
+    if not fractions:
+        return True
+    unit = min(Fraction(f.numerator & -f.numerator, f.denominator) for f in (abs(f) for f in fractions))
+    return sum(abs(f) for f in fractions) / unit < 2**53
+
+
+def generate(cases: Iterable[Case], root: Path = FIXTURES_DIR) -> dict[Path, str]:
+    """Every fixture file's path and canonical text, validated against the schema."""
+    files: dict[Path, str] = {}
+    for case in cases:
+        fixture = build_fixture(case)
+        try:
+            validate_data(to_json_ready(fixture.to_json()), f"generated fixture {case.id}")
+        except FixtureBug as error:
+            raise CaseError(f"{case.generator}: case {case.id!r} produced an invalid fixture: {error}") from None
+        files[root / f"{case.id}.json"] = fixture_text(fixture)
+    return files
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How the committed fixtures differ from what the reference generates."""
+
+    stale: list[Path]
+    missing: list[Path]
+    extra: list[Path]
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing differs."""
+        return not (self.stale or self.missing or self.extra)
+
+
+def compare(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
+    """Compare generated texts with the files under root, changing nothing."""
+    present = set(fixture_paths(root)) if root.exists() else set()
+    stale = [p for p in sorted(expected) if p in present and p.read_text(encoding="utf-8") != expected[p]]
+    missing = [p for p in sorted(expected) if p not in present]
+    extra = sorted(present - set(expected))
+    return Drift(stale, missing, extra)
+
+
+def write(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
+    """Bring root in line with the generated texts: atomic writes, extra files removed."""
+    drift = compare(expected, root)
+    for path in [*drift.stale, *drift.missing]:
+        write_atomic(path, expected[path])
+    for path in drift.extra:
+        path.unlink()
+        _prune_empty_dirs(path.parent, root)
+    return drift
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text to path through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _prune_empty_dirs(folder: Path, root: Path) -> None:
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent

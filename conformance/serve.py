@@ -1,0 +1,61 @@
+"""The adapter side of the protocol, for adapters written in Python.
+
+``serve`` reads requests from stdin and answers them, turning any exception
+raised while running a case into a protocol ``error`` reply, so one bad case
+never takes the adapter down. The python adapter, the micrograd and torch
+adapters and the catalogue of broken engines all use it; each supplies only
+its engine description and a function from a program to observations.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any, Callable, Optional, TextIO
+
+from .program import Program, ProgramError, parse_program
+from .wire import dumps_line, loads
+
+PROTOCOL_VERSION = 1
+
+RunCase = Callable[[Program], list[dict[str, Any]]]
+
+
+def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
+    """Answer protocol requests until shutdown or end of input; returns the exit status.
+
+    ``hello`` holds the handshake fields ``engine``, ``ops``, ``levels`` and ``features``.
+    """
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+
+    def reply(message: dict[str, Any]) -> None:
+        stdout.write(dumps_line(message) + "\n")
+        stdout.flush()
+
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = loads(line)
+        except ValueError as error:
+            print(f"adapter: ignoring a request that is not JSON: {error}", file=sys.stderr)
+            continue
+        kind = request.get("type") if isinstance(request, dict) else None
+        if kind == "hello":
+            reply({"type": "hello", "protocol": PROTOCOL_VERSION, **hello})
+        elif kind == "run":
+            case = request.get("case", "")
+            try:
+                program = parse_program(request.get("program"), f"case {case}")
+                reply({"type": "result", "case": case, "observations": run_case(program)})
+            except ProgramError as error:
+                reply({"type": "error", "case": case, "message": str(error)})
+            except Exception as error:  # noqa: BLE001 - any engine failure is this case's error
+                traceback.print_exc(file=sys.stderr)
+                reply({"type": "error", "case": case, "message": f"{type(error).__name__}: {error}"})
+        elif kind == "shutdown":
+            return 0
+        else:
+            print(f"adapter: unknown request type {kind!r}", file=sys.stderr)
+    return 0

@@ -1,0 +1,288 @@
+"""Nodes, leaves, operations, backward and zero_grad: the semantic contract in code.
+
+A ``Node`` is one scalar of the graph. It keeps its operands as an ordered
+tuple with one local derivative per operand slot, so ``x*x`` holds two edges
+to the same ``x`` and never merges them (DESIGN.md 2). The topological order
+is computed iteratively (a million-node chain works) and backward computes
+fresh pass adjoints, checks every contribution and every prospective stored
+gradient, and commits only when all checks passed (DESIGN.md 3.3).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Union
+
+from .errors import (
+    NonFiniteAccumulatedGradient,
+    NonFiniteContribution,
+    NonFiniteLeaf,
+    NonFiniteLocalDerivative,
+    NonFinitePassAdjoint,
+    NonFiniteResult,
+    NonFiniteSeed,
+    UntrackedOutput,
+)
+from .ops import OPS
+from .record import EdgeRecord, NodeRecord, PassRecord
+
+_isfinite = math.isfinite
+
+Operand = Union["Node", float, int]
+
+
+class Node:
+    """One scalar of the graph: a leaf or the result of one operation.
+
+    ``operation`` is ``variable``, ``constant``, ``detached`` or an op name;
+    ``operands`` and ``local_derivatives`` are parallel tuples, one entry per
+    operand slot. A node is ``tracked`` iff it is a variable or an operation with
+    a tracked operand; only tracked nodes have a stored gradient (``grad``).
+    Equality is identity: two nodes with equal values are different nodes.
+    """
+
+    __slots__ = ("value", "tracked", "operation", "operands", "local_derivatives", "exponent", "_grad")
+
+    def __init__(
+        self,
+        value: float,
+        operation: str,
+        operands: tuple["Node", ...] = (),
+        local_derivatives: tuple[float, ...] = (),
+        tracked: bool = False,
+        exponent: Optional[float] = None,
+    ) -> None:
+        self.value = value
+        self.operation = operation
+        self.operands = operands
+        self.local_derivatives = local_derivatives
+        self.tracked = tracked
+        self.exponent = exponent
+        self._grad: Optional[float] = 0.0 if tracked else None
+
+    def __repr__(self) -> str:
+        return f"Node({self.operation}, value={self.value!r}, grad={self._grad!r})"
+
+    @property
+    def grad(self) -> Optional[float]:
+        """The stored (accumulated) gradient; None for an untracked node."""
+        return self._grad
+
+    # -- operations ---------------------------------------------------------
+
+    def add(self, other: Operand) -> "Node":
+        """self + other."""
+        return apply("add", (self, _as_node(other)))
+
+    def sub(self, other: Operand) -> "Node":
+        """self - other."""
+        return apply("sub", (self, _as_node(other)))
+
+    def mul(self, other: Operand) -> "Node":
+        """self * other."""
+        return apply("mul", (self, _as_node(other)))
+
+    def div(self, other: Operand) -> "Node":
+        """self / other."""
+        return apply("div", (self, _as_node(other)))
+
+    def neg(self) -> "Node":
+        """-self."""
+        return apply("neg", (self,))
+
+    def pow(self, exponent: float) -> "Node":
+        """self ** exponent, where exponent is a finite constant, not a node."""
+        return apply("pow", (self,), exponent)
+
+    def exp(self) -> "Node":
+        """e ** self."""
+        return apply("exp", (self,))
+
+    def log(self) -> "Node":
+        """Natural logarithm of self."""
+        return apply("log", (self,))
+
+    def tanh(self) -> "Node":
+        """Hyperbolic tangent of self."""
+        return apply("tanh", (self,))
+
+    def relu(self) -> "Node":
+        """self if self > 0 else +0.0."""
+        return apply("relu", (self,))
+
+    def detach(self) -> "Node":
+        """An untracked leaf with this node's value and no edge to it."""
+        return Node(self.value, "detached")
+
+    __add__ = add
+    __sub__ = sub
+    __mul__ = mul
+    __truediv__ = div
+    __neg__ = neg
+
+    def __radd__(self, other: Operand) -> "Node":
+        return _as_node(other).add(self)
+
+    def __rsub__(self, other: Operand) -> "Node":
+        return _as_node(other).sub(self)
+
+    def __rmul__(self, other: Operand) -> "Node":
+        return _as_node(other).mul(self)
+
+    def __rtruediv__(self, other: Operand) -> "Node":
+        return _as_node(other).div(self)
+
+    def __pow__(self, exponent: float) -> "Node":
+        return self.pow(exponent)
+
+    # -- gradients ----------------------------------------------------------
+
+    def backward(self, seed: float = 1.0) -> PassRecord:
+        """Run one backward pass from this node and add its pass adjoints to the stored gradients.
+
+        Raises UntrackedOutput, NonFiniteSeed, NonFiniteContribution,
+        NonFinitePassAdjoint or NonFiniteAccumulatedGradient; when it raises, no
+        stored gradient has changed. Returns the pass record.
+        """
+        if not self.tracked:
+            raise UntrackedOutput(operation=self.operation)
+        seed = float(seed)
+        if not _isfinite(seed):
+            raise NonFiniteSeed(seed=seed)
+        topo = topology(self)
+        position = {node: index for index, node in enumerate(topo)}
+        pass_adjoints: list[Optional[float]] = [0.0 if node.tracked else None for node in topo]
+        pass_adjoints[-1] = seed
+        edges: list[EdgeRecord] = []
+        for child_index in range(len(topo) - 1, -1, -1):
+            child = topo[child_index]
+            upstream = pass_adjoints[child_index]
+            if upstream is None:
+                upstream = 0.0
+            slot = 0
+            for parent, local in zip(child.operands, child.local_derivatives):
+                contribution = upstream * local
+                if not _isfinite(contribution):
+                    raise NonFiniteContribution(
+                        child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
+                    )
+                if parent.tracked:
+                    parent_index = position[parent]
+                    before = pass_adjoints[parent_index]
+                    assert before is not None
+                    after: Optional[float] = before + contribution
+                    if not _isfinite(after):  # type: ignore[arg-type]
+                        raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
+                    pass_adjoints[parent_index] = after
+                else:
+                    before = after = None
+                edges.append(
+                    EdgeRecord(child, parent, slot, local, upstream, contribution, parent.tracked, before, after)
+                )
+                slot += 1
+        prospective: list[Optional[float]] = []
+        for node, pass_adjoint in zip(topo, pass_adjoints):
+            if pass_adjoint is None:
+                prospective.append(None)
+                continue
+            stored = node._grad
+            assert stored is not None
+            total = stored + pass_adjoint
+            if not _isfinite(total):
+                raise NonFiniteAccumulatedGradient(node=node, stored=stored, pass_adjoint=pass_adjoint)
+            prospective.append(total)
+        # Every check passed: commit.
+        for node, total in zip(topo, prospective):
+            if total is not None:
+                node._grad = total
+        return PassRecord(
+            seed,
+            tuple(
+                NodeRecord(node, node.operation, node.value, node.tracked, pass_adjoint, total)
+                for node, pass_adjoint, total in zip(topo, pass_adjoints, prospective)
+            ),
+            tuple(edges),
+        )
+
+    def zero_grad(self) -> None:
+        """Set the stored gradient of every tracked node reachable from this node to 0.0."""
+        for node in topology(self):
+            if node.tracked:
+                node._grad = 0.0
+
+
+def topology(output: Node) -> list[Node]:
+    """Every node reachable from ``output``, each once, operands before results, output last.
+
+    The canonical order: depth-first post-order from the output, operands
+    visited in slot order. Iterative, so depth is limited only by memory.
+    """
+    order: list[Node] = []
+    visited = {output}
+    nodes = [output]
+    next_slot = [0]
+    while nodes:
+        node = nodes[-1]
+        slot = next_slot[-1]
+        if slot < len(node.operands):
+            next_slot[-1] = slot + 1
+            operand = node.operands[slot]
+            if operand not in visited:
+                visited.add(operand)
+                nodes.append(operand)
+                next_slot.append(0)
+        else:
+            nodes.pop()
+            next_slot.pop()
+            order.append(node)
+    return order
+
+
+def variable(value: float) -> Node:
+    """A tracked leaf. Raises NonFiniteLeaf for inf or nan."""
+    return _leaf(value, "variable")
+
+
+def constant(value: float) -> Node:
+    """An untracked leaf. Raises NonFiniteLeaf for inf or nan."""
+    return _leaf(value, "constant")
+
+
+def _leaf(value: float, operation: str) -> Node:
+    value = float(value)
+    if not _isfinite(value):
+        raise NonFiniteLeaf(operation=operation, value=value)
+    return Node(value, operation, tracked=operation == "variable")
+
+
+def _as_node(operand: Operand) -> Node:
+    return operand if isinstance(operand, Node) else constant(operand)
+
+
+def apply(operation: str, operands: tuple[Node, ...], exponent: Optional[float] = None) -> Node:
+    """Apply the op named ``operation`` to ``operands`` (and pow's constant exponent).
+
+    Raises NonFiniteResult or NonFiniteLocalDerivative and then creates no node.
+    Raises ValueError for an unknown op, a wrong arity or a missing/non-finite
+    exponent: those are programming mistakes, not contract errors.
+    """
+    op = OPS.get(operation)
+    if op is None:
+        raise ValueError(f"unknown operation {operation!r}; known: {', '.join(OPS)}")
+    if len(operands) != op.arity:
+        raise ValueError(f"{operation} takes {op.arity} operand(s), got {len(operands)}")
+    if op.takes_exponent:
+        if exponent is None or not _isfinite(exponent):
+            raise ValueError(f"{operation} needs a finite constant exponent, got {exponent!r}")
+        value, locals_ = op.rule(operands[0].value, float(exponent))
+    else:
+        if exponent is not None:
+            raise ValueError(f"{operation} takes no exponent")
+        value, locals_ = op.rule(*(operand.value for operand in operands))
+    if not _isfinite(value):
+        raise NonFiniteResult(operation=operation, value=value)
+    for slot, local in enumerate(locals_):
+        if not _isfinite(local):
+            raise NonFiniteLocalDerivative(operation=operation, operand=slot, value=local)
+    tracked = any(operand.tracked for operand in operands)
+    return Node(value, operation, operands, locals_, tracked, exponent if op.takes_exponent else None)

@@ -1,0 +1,98 @@
+"""Hypothesis strategies for random programs (DESIGN.md 3.5).
+
+``programs()`` draws valid programs: leaves, any subset of the ops, repeated
+operands, shared subgraphs, detach, several outputs, seeds, repeated backward
+and zero_grad, and inputs that can trigger every error kind. Creation steps
+that fail at run time are dropped while drawing, so every later step names an
+id that exists. Used by the property tests and by ``conformance fuzz``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from hypothesis import strategies as st
+
+import reference
+from reference import EngineError, Node
+
+from .program import DECLARABLE_OPS, Program, parse_program
+
+#: Leaf values: ordinary numbers plus the edges that trigger overflow, underflow and zero.
+LEAF_VALUES = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5, 1e-300, 5e-324, 1e300, 1e308, -1e308, 709.0, 1000.0]),
+    st.floats(min_value=-4.0, max_value=4.0, allow_nan=False, allow_infinity=False),
+)
+SEEDS = st.sampled_from([1.0, 0.0, -1.0, 0.5, 2.0, 1e300, 1e10, float("inf"), float("nan")])
+EXPONENTS = st.sampled_from([0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -0.5, 1.5])
+
+
+@st.composite
+def programs(
+    draw: Any,
+    ops: Sequence[str] = DECLARABLE_OPS,
+    *,
+    max_steps: int = 24,
+    seeds: bool = True,
+    extreme: bool = True,
+) -> Program:
+    """A random valid program over ``ops`` (a subset of the declarable ops).
+
+    ``seeds=False`` keeps every backward at seed 1; ``extreme=False`` keeps leaf
+    values ordinary (no overflow-triggering magnitudes, no non-finite seeds).
+    """
+    values = LEAF_VALUES if extreme else st.floats(min_value=-3.0, max_value=3.0, allow_nan=False, allow_infinity=False)
+    usable = [op for op in ops if op in DECLARABLE_OPS]
+    steps: list[dict[str, Any]] = []
+    nodes: dict[str, Node] = {}
+    count = draw(st.integers(min_value=1, max_value=max_steps))
+    for index in range(count):
+        name = f"n{index}"
+        choice = draw(st.sampled_from(["leaf", "leaf", "op", "op", "op", "backward", "zero_grad"]))
+        if choice == "leaf" or not nodes or (choice == "op" and not usable):
+            kind = draw(st.sampled_from(["variable", "variable", "constant"]))
+            value = draw(values)
+            step: dict[str, Any] = {"id": name, "op": kind, "value": value}
+            node = _try(lambda: reference.variable(value) if kind == "variable" else reference.constant(value))
+        elif choice == "op":
+            op = draw(st.sampled_from(usable))
+            names = list(nodes)
+            # Prefer recent nodes so graphs get deep, but allow any (shared subgraphs, repeats).
+            pick = st.one_of(st.sampled_from(names[-3:]), st.sampled_from(names))
+            if op == "detach":
+                arg = draw(pick)
+                step = {"id": name, "op": "detach", "args": [arg]}
+                node = nodes[arg].detach()
+            else:
+                arity = reference.OPS[op].arity
+                args = [draw(pick) for _ in range(arity)]
+                step = {"id": name, "op": op, "args": args}
+                exponent: Optional[float] = None
+                if op == "pow":
+                    exponent = draw(EXPONENTS)
+                    step["exponent"] = exponent
+                node = _try(lambda: reference.apply(op, tuple(nodes[a] for a in args), exponent))
+        else:
+            output = draw(st.sampled_from(list(nodes)))
+            step = {"op": choice, "output": output}
+            if choice == "backward" and seeds and draw(st.booleans()):
+                seed = draw(SEEDS if extreme else st.sampled_from([0.0, -1.0, 0.5, 2.0]))
+                step["seed"] = seed
+            steps.append(step)
+            continue
+        steps.append(step)
+        if node is not None:
+            nodes[name] = node
+        else:
+            # The creation fails at run time: keep the step (it tests the error) but never name it.
+            pass
+    if not any(step["op"] == "backward" for step in steps) and nodes:
+        steps.append({"op": "backward", "output": list(nodes)[-1]})
+    return parse_program(steps, "generated program")
+
+
+def _try(make: Any) -> Optional[Node]:
+    try:
+        return make()  # type: ignore[no-any-return]
+    except EngineError:
+        return None

@@ -53,7 +53,7 @@ def programs(
             kind = draw(st.sampled_from(["variable", "variable", "constant"]))
             value = draw(values)
             step: dict[str, Any] = {"id": name, "op": kind, "value": value}
-            node = _try(lambda: reference.variable(value) if kind == "variable" else reference.constant(value))
+            node = _attempt(reference.variable if kind == "variable" else reference.constant, value)
         elif choice == "op":
             op = draw(st.sampled_from(usable))
             names = list(nodes)
@@ -71,7 +71,7 @@ def programs(
                 if op == "pow":
                     exponent = draw(EXPONENTS)
                     step["exponent"] = exponent
-                node = _try(lambda: reference.apply(op, tuple(nodes[a] for a in args), exponent))
+                node = _attempt(reference.apply, op, tuple(nodes[a] for a in args), exponent)
         else:
             output = draw(st.sampled_from(list(nodes)))
             step = {"op": choice, "output": output}
@@ -81,18 +81,16 @@ def programs(
             steps.append(step)
             continue
         steps.append(step)
+        # A creation that fails at run time stays in the program (it tests the error) but is never named.
         if node is not None:
             nodes[name] = node
-        else:
-            # The creation fails at run time: keep the step (it tests the error) but never name it.
-            pass
     if not any(step["op"] == "backward" for step in steps) and nodes:
         steps.append({"op": "backward", "output": list(nodes)[-1]})
     return parse_program(steps, "generated program")
 
 
-def _try(make: Any) -> Optional[Node]:
+def _attempt(make: Any, *args: Any) -> Optional[Node]:
     try:
-        return make()  # type: ignore[no-any-return]
+        return make(*args)  # type: ignore[no-any-return]
     except EngineError:
         return None

@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import regen
+from .commands import regen, run
 
-COMMANDS = [regen]
+COMMANDS = [run, regen]
 
 
 class UsageError(Exception):
@@ -33,14 +33,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI; returns the exit code."""
+    from .expected import ExpectedError
     from .fixture import FixtureBug
     from .generate import CaseError
     from .program import ProgramError
+    from .registry import RegistryError
 
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (UsageError, CaseError, ProgramError) as error:
+    except (UsageError, CaseError, ProgramError, RegistryError, ExpectedError) as error:
         print(f"conformance: error: {error}", file=sys.stderr)
         return 2
     except FixtureBug as error:

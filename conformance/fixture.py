@@ -142,9 +142,7 @@ def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
     except ProgramError as error:
         raise FixtureBug(str(error)) from None
     if len(data["expected"]) != len(program):
-        raise FixtureBug(
-            f"{source}: field 'expected' has {len(data['expected'])} observations for {len(program)} steps"
-        )
+        raise FixtureBug(f"{source}: field 'expected' has {len(data['expected'])} observations for {len(program)} steps")
     try:
         comparison = Comparison.from_json(data["comparison"])
         for field in ("rel", "abs"):

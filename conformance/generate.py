@@ -96,9 +96,7 @@ def load_toml_cases(path: Path) -> list[Case]:
             spec = dict(raw["comparison"])
             spec.setdefault("abs", 0.0)
             comparison = Comparison.from_json(spec)
-        cases.append(
-            Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None, comparison)
-        )
+        cases.append(Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None, comparison))
     return cases
 
 

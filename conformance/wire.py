@@ -37,7 +37,7 @@ def decode_float(raw: Any, where: str) -> float:
         return float(raw)
     if isinstance(raw, str) and raw in NON_FINITE:
         return NON_FINITE[raw]
-    raise WireError(f"{where}: expected a number or one of \"inf\", \"-inf\", \"nan\", got {json.dumps(raw)}")
+    raise WireError(f'{where}: expected a number or one of "inf", "-inf", "nan", got {json.dumps(raw)}')
 
 
 def to_json_ready(obj: Any) -> Any:
@@ -62,7 +62,7 @@ def _parse_int(text: str) -> Any:
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON; write non-finite numbers as \"inf\", \"-inf\" or \"nan\"")
+    raise ValueError(f'{name} is not valid JSON; write non-finite numbers as "inf", "-inf" or "nan"')
 
 
 def loads(text: str) -> Any:

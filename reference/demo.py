@@ -53,8 +53,7 @@ def lines() -> list[str]:
     expression.backward()
     detached_grad = "none" if detached.grad is None else _f(detached.grad)
     out.append(
-        f"detach: expression=x*x+detach(x)*3 value={_f(expression.value)} "
-        f"x_grad={_f(x.grad)} detached_grad={detached_grad}"  # type: ignore[arg-type]
+        f"detach: expression=x*x+detach(x)*3 value={_f(expression.value)} x_grad={_f(x.grad)} detached_grad={detached_grad}"  # type: ignore[arg-type]
     )
 
     x = variable(0.5)

@@ -44,6 +44,7 @@ def gradcheck(
     leaves = [variable(x) for x in inputs]
     f(*leaves).backward()
     results = []
+
     def value_at(index: int, shifted: float) -> float:
         args = [constant(v) for v in inputs]
         args[index] = constant(shifted)

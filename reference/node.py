@@ -176,9 +176,7 @@ class Node:
                     pass_adjoints[parent_index] = after
                 else:
                     before = after = None
-                edges.append(
-                    EdgeRecord(child, parent, slot, local, upstream, contribution, parent.tracked, before, after)
-                )
+                edges.append(EdgeRecord(child, parent, slot, local, upstream, contribution, parent.tracked, before, after))
                 slot += 1
         prospective: list[Optional[float]] = []
         for node, pass_adjoint in zip(topo, pass_adjoints):

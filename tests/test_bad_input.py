@@ -17,17 +17,27 @@ ROOT = Path(__file__).resolve().parent.parent
 
 BAD_PROGRAMS = [
     ([{"id": "y", "op": "mul", "args": ["x", "x"]}], "step 0 (y): field 'args[0]': unknown id 'x'"),
-    ([{"id": "x", "op": "variable", "value": 1}, {"id": "x", "op": "constant", "value": 2}],
-     "step 1 (x): field 'id': id 'x' is already used"),
-    ([{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "sqrt", "args": ["x"]}],
-     "step 1: field 'op': unknown operation 'sqrt'"),
-    ([{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "pow", "args": ["x"], "exponent": "inf"}],
-     "step 1 (y): field 'exponent' must be a finite constant"),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "x", "op": "constant", "value": 2}],
+        "step 1 (x): field 'id': id 'x' is already used",
+    ),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "sqrt", "args": ["x"]}],
+        "step 1: field 'op': unknown operation 'sqrt'",
+    ),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "pow", "args": ["x"], "exponent": "inf"}],
+        "step 1 (y): field 'exponent' must be a finite constant",
+    ),
     ([{"id": "x", "op": "variable", "value": "two"}], "step 0 (x): field 'value': expected a number"),
-    ([{"id": "x", "op": "variable", "value": 1}, {"op": "backward", "output": "x", "seed": "1"}],
-     "step 1: field 'seed': expected a number"),
-    ([{"id": "x", "op": "variable", "value": 1}, {"op": "backward", "output": "z"}],
-     "step 1 (backward): field 'output': unknown id 'z'"),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"op": "backward", "output": "x", "seed": "1"}],
+        "step 1: field 'seed': expected a number",
+    ),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"op": "backward", "output": "z"}],
+        "step 1 (backward): field 'output': unknown id 'z'",
+    ),
     ([{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "add", "args": ["x"]}], "step 1 (y): field 'args': add takes"),
     ([{"id": "x", "op": "variable", "value": True}], "step 0 (x): field 'value': expected a number, got true"),
     ([{"id": "x", "op": "variable", "value": 1, "colour": 3}], "step 0 (variable): unexpected field 'colour'"),

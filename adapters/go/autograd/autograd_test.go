@@ -1,0 +1,395 @@
+package autograd
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// must unwraps a creation the test expects to succeed; a failure panics,
+// which fails the test with the error and its stack.
+func must(n Node, err error) Node {
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func grad(t *testing.T, n Node) float64 {
+	t.Helper()
+	g, ok := n.Grad()
+	if !ok {
+		t.Fatalf("%v is untracked, has no stored gradient", n)
+	}
+	return g
+}
+
+func TestSeedFactsReusedSquareAccumulatesThenZeroes(t *testing.T) {
+	g := NewGraph()
+	x := must(g.Variable(2))
+	square := must(g.Mul(x, x))
+	loss := must(g.Add(square, square))
+	if square.Value() != 4 || loss.Value() != 8 {
+		t.Fatalf("values: square %v loss %v, want 4 and 8", square.Value(), loss.Value())
+	}
+	steps := []struct {
+		name               string
+		zero               bool
+		loss, square, xval float64
+	}{
+		{"first backward", false, 1, 2, 8},
+		{"second backward adds", false, 2, 4, 16},
+		{"zero_grad resets", true, 0, 0, 0},
+		{"backward after zero_grad", false, 1, 2, 8},
+	}
+	for i, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if s.zero {
+				g.ZeroGrad(loss)
+			} else {
+				record, err := g.Backward(loss, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					checkReusedSquareRecord(t, record, x, square, loss)
+				}
+			}
+			if got := [3]float64{grad(t, loss), grad(t, square), grad(t, x)}; got != [3]float64{s.loss, s.square, s.xval} {
+				t.Errorf("stored gradients loss, square, x = %v, want %v %v %v", got, s.loss, s.square, s.xval)
+			}
+		})
+	}
+}
+
+func checkReusedSquareRecord(t *testing.T, r *PassRecord, x, square, loss Node) {
+	t.Helper()
+	want := []EdgeRecord{
+		{loss, square, 0, 1, 1, 1, true, 0, 1},
+		{loss, square, 1, 1, 1, 1, true, 1, 2},
+		{square, x, 0, 2, 2, 4, true, 0, 4},
+		{square, x, 1, 2, 2, 4, true, 4, 8},
+	}
+	if len(r.Edges) != len(want) {
+		t.Fatalf("%d edges, want 4 (edges are never merged)", len(r.Edges))
+	}
+	for i := range want {
+		if r.Edges[i] != want[i] {
+			t.Errorf("edge %d = %+v, want %+v", i, r.Edges[i], want[i])
+		}
+	}
+	if len(r.Nodes) != 3 || r.Nodes[2].Node != loss || r.Nodes[0].Node != x {
+		t.Errorf("nodes %+v: want x, square, loss with the output last", r.Nodes)
+	}
+}
+
+func TestSeedFactsDetachLeaksNoEdge(t *testing.T) {
+	g := NewGraph()
+	x := must(g.Variable(2))
+	d := g.Detach(x)
+	three := must(g.Literal(3))
+	xx := must(g.Mul(x, x))
+	d3 := must(g.Mul(d, three))
+	y := must(g.Add(xx, d3))
+	if _, err := g.Backward(y, 1); err != nil {
+		t.Fatal(err)
+	}
+	if y.Value() != 10 || grad(t, x) != 4 {
+		t.Errorf("value %v, x gradient %v; want 10 and 4", y.Value(), grad(t, x))
+	}
+	if _, ok := d.Grad(); ok || d.Operation() != OpDetached || len(d.Operands()) != 0 {
+		t.Errorf("detached node must be an untracked leaf without edges")
+	}
+}
+
+func TestSeedFactsExpTanh(t *testing.T) {
+	g := NewGraph()
+	x := must(g.Variable(0.5))
+	y := must(g.Exp(must(g.Tanh(x))))
+	if _, err := g.Backward(y, 1); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(y.Value()-1.587431271430) > 1e-12 || math.Abs(grad(t, x)-1.248431724655) > 1e-12 {
+		t.Errorf("exp(tanh(0.5)) = %v, gradient %v", y.Value(), grad(t, x))
+	}
+}
+
+func TestOpTableFollowsTheContractFormulas(t *testing.T) {
+	cases := []struct {
+		name     string
+		op       Op
+		a, b, c  float64
+		value    float64
+		d0, d1   float64
+		negZeroV bool
+	}{
+		{"div reuses the rounded quotient", OpDiv, 1, 3, 0, 1.0 / 3, 1.0 / 3, -((1.0 / 3) / 3), false},
+		{"pow with c == 0 has derivative 0", OpPow, 0, 0, 0, 1, 0, 0, false},
+		{"pow derivative is c*a^(c-1)", OpPow, 2.5, 0, 2, 6.25, 5, 0, false},
+		{"relu of -0.0 is +0.0", OpReLU, math.Copysign(0, -1), 0, 0, 0, 0, 0, false},
+		{"neg of +0.0 is -0.0", OpNeg, 0, 0, 0, math.Copysign(0, -1), -1, 0, true},
+		{"tanh derivative is 1-t*t", OpTanh, 0.5, 0, 0, math.Tanh(0.5), 1 - math.Tanh(0.5)*math.Tanh(0.5), 0, false},
+		{"sub", OpSub, 5, 3.5, 0, 1.5, 1, -1, false},
+		{"mul", OpMul, 3, -4, 0, -12, -4, 3, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGraph()
+			a := must(g.Variable(tc.a))
+			operands := []Node{a}
+			if tc.op.Arity() == 2 {
+				operands = append(operands, must(g.Variable(tc.b)))
+			}
+			n := must(g.Apply(tc.op, operands, tc.c))
+			if math.Float64bits(n.Value()) != math.Float64bits(tc.value) {
+				t.Errorf("value %v, want %v", n.Value(), tc.value)
+			}
+			local := n.LocalDerivatives()
+			want := []float64{tc.d0, tc.d1}[:tc.op.Arity()]
+			for slot := range want {
+				if math.Float64bits(local[slot]) != math.Float64bits(want[slot]) {
+					t.Errorf("slot %d: local derivative %v, want %v", slot, local[slot], want[slot])
+				}
+			}
+		})
+	}
+}
+
+func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
+	type probe func(t *testing.T) error
+	huge := func(g *Graph, t *testing.T) (Node, Node) {
+		x := must(g.Variable(1))
+		k := must(g.Literal(1e300))
+		return x, must(g.Mul(x, k))
+	}
+	cases := []struct {
+		kind  string
+		run   probe
+		check func(t *testing.T, err error)
+	}{
+		{KindNonFiniteLeaf, func(t *testing.T) error {
+			_, err := NewGraph().Variable(math.Inf(1))
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteLeafError
+			if !errors.As(err, &e) || e.Operation != "variable" || !math.IsInf(e.Value, 1) {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFiniteResult, func(t *testing.T) error {
+			g := NewGraph()
+			_, err := g.Log(must(g.Variable(0)))
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteResultError
+			if !errors.As(err, &e) || e.Operation != "log" || !math.IsInf(e.Value, -1) {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFiniteLocalDerivative, func(t *testing.T) error {
+			g := NewGraph()
+			_, err := g.Log(must(g.Variable(5e-324)))
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteLocalDerivativeError
+			if !errors.As(err, &e) || e.Operation != "log" || e.Operand != 0 || !math.IsInf(e.Value, 1) {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindUntrackedOutput, func(t *testing.T) error {
+			g := NewGraph()
+			_, err := g.Backward(must(g.Literal(1)), math.NaN())
+			return err
+		}, func(t *testing.T, err error) {
+			var e *UntrackedOutputError
+			if !errors.As(err, &e) || e.Operation != "constant" {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFiniteSeed, func(t *testing.T) error {
+			g := NewGraph()
+			_, err := g.Backward(must(g.Variable(1)), math.Inf(-1))
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteSeedError
+			if !errors.As(err, &e) || !math.IsInf(e.Seed, -1) {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFiniteContribution, func(t *testing.T) error {
+			g := NewGraph()
+			_, y := huge(g, t)
+			_, err := g.Backward(y, 1e10)
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteContributionError
+			if !errors.As(err, &e) || e.Operand != 0 || e.Upstream != 1e10 || e.LocalDerivative != 1e300 || e.Parent.Index() != 0 {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFinitePassAdjoint, func(t *testing.T) error {
+			g := NewGraph()
+			x := must(g.Variable(1e-10))
+			k := must(g.Literal(1e308))
+			y := must(g.Add(must(g.Mul(x, k)), must(g.Mul(x, k))))
+			_, err := g.Backward(y, 1)
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFinitePassAdjointError
+			if !errors.As(err, &e) || e.Node.Index() != 0 || e.Previous != 1e308 || e.Contribution != 1e308 {
+				t.Errorf("got %v", err)
+			}
+		}},
+		{KindNonFiniteAccumulatedGradient, func(t *testing.T) error {
+			g := NewGraph()
+			x := must(g.Variable(1))
+			y := must(g.Mul(x, must(g.Literal(1e308))))
+			if _, err := g.Backward(y, 1); err != nil {
+				t.Fatal(err)
+			}
+			_, err := g.Backward(y, 1)
+			return err
+		}, func(t *testing.T, err error) {
+			var e *NonFiniteAccumulatedGradientError
+			if !errors.As(err, &e) || e.Node.Index() != 0 || e.Stored != 1e308 || e.PassAdjoint != 1e308 {
+				t.Errorf("got %v", err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			err := tc.run(t)
+			var kinded Error
+			if !errors.As(err, &kinded) || kinded.Kind() != tc.kind {
+				t.Fatalf("error %v, want kind %s", err, tc.kind)
+			}
+			tc.check(t, err)
+		})
+	}
+}
+
+func TestCreationErrorCreatesNoNode(t *testing.T) {
+	g := NewGraph()
+	x := must(g.Variable(1e200))
+	if _, err := g.Mul(x, x); err == nil {
+		t.Fatal("1e200*1e200 must fail with non-finite-result")
+	}
+	if g.Len() != 1 {
+		t.Errorf("tape has %d nodes after a failed creation, want 1", g.Len())
+	}
+}
+
+func TestFailedBackwardChangesNoStoredGradientBit(t *testing.T) {
+	g := NewGraph()
+	w := must(g.Variable(1))
+	b := must(g.Variable(0.5))
+	big := must(g.Mul(w, must(g.Literal(1e308))))
+	y := must(g.Add(big, b))
+	if _, err := g.Backward(y, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := []float64{grad(t, w), grad(t, b), grad(t, big), grad(t, y)}
+	var e *NonFiniteAccumulatedGradientError
+	if _, err := g.Backward(y, 1); !errors.As(err, &e) || e.Node != w {
+		t.Fatalf("error %v, want non-finite-accumulated-gradient on w", err)
+	}
+	after := []float64{grad(t, w), grad(t, b), grad(t, big), grad(t, y)}
+	for i := range before {
+		if math.Float64bits(before[i]) != math.Float64bits(after[i]) {
+			t.Errorf("stored gradient %d changed from %v to %v", i, before[i], after[i])
+		}
+	}
+}
+
+func TestUnreachableNodesAreUntouched(t *testing.T) {
+	g := NewGraph()
+	x := must(g.Variable(2))
+	two := must(g.Literal(2))
+	y := must(g.Mul(x, two))
+	z := must(g.Add(x, two))
+	if _, err := g.Backward(z, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Backward(y, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.ZeroGrad(y)
+	if grad(t, z) != 1 || grad(t, x) != 0 || grad(t, y) != 0 {
+		t.Errorf("z %v x %v y %v, want 1 0 0", grad(t, z), grad(t, x), grad(t, y))
+	}
+}
+
+func TestParametersAccumulateAcrossDocumentGraphs(t *testing.T) {
+	w := &Parameter{Value: 3}
+	for doc, want := range []float64{6, 12} {
+		g := NewGraph()
+		a := must(g.Param(w))
+		if again := must(g.Param(w)); again != a {
+			t.Fatal("Param must return one node per parameter per graph")
+		}
+		if _, err := g.Backward(must(g.Mul(a, a)), 1); err != nil {
+			t.Fatal(err)
+		}
+		if w.Grad != want {
+			t.Errorf("after document %d, w.Grad = %v, want %v", doc, w.Grad, want)
+		}
+		if doc == 1 {
+			g.ZeroGrad(a)
+			if w.Grad != 0 {
+				t.Errorf("ZeroGrad left w.Grad = %v", w.Grad)
+			}
+		}
+	}
+}
+
+func TestMillionNodeChainNeedsNoRecursion(t *testing.T) {
+	const n = 1_000_000
+	g := NewGraph()
+	x := must(g.Variable(0.5))
+	one := must(g.Literal(1))
+	y := x
+	for i := 0; i < n; i++ {
+		y = must(g.Mul(y, one))
+	}
+	r, err := g.Backward(y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Nodes) != n+2 || len(r.Edges) != 2*n || grad(t, x) != 1 {
+		t.Errorf("nodes %d edges %d x gradient %v", len(r.Nodes), len(r.Edges), grad(t, x))
+	}
+	g.ZeroGrad(y)
+	if grad(t, x) != 0 {
+		t.Errorf("ZeroGrad left x gradient %v", grad(t, x))
+	}
+}
+
+func TestDotMatVecAddVecAreBuiltFromMulAndAdd(t *testing.T) {
+	g := NewGraph()
+	vars := func(vs ...float64) []Node {
+		out := make([]Node, len(vs))
+		for i, v := range vs {
+			out[i] = must(g.Variable(v))
+		}
+		return out
+	}
+	x := vars(1, 2)
+	w := [][]Node{vars(3, 4), vars(5, 6)}
+	y, err := g.MatVec(w, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.AddVec(y, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s[0].Value() != 12 || s[1].Value() != 19 || y[0].Operation() != OpAdd {
+		t.Errorf("got %v %v", s[0].Value(), s[1].Value())
+	}
+	if _, err := g.Backward(s[1], 1); err != nil {
+		t.Fatal(err)
+	}
+	if grad(t, w[1][0]) != 1 || grad(t, x[1]) != 7 {
+		t.Errorf("w10 %v x1 %v, want 1 and 7", grad(t, w[1][0]), grad(t, x[1]))
+	}
+}

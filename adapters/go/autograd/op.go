@@ -1,0 +1,141 @@
+package autograd
+
+import "math"
+
+// Op names what made a node: one of the three leaf kinds or a row of the op table.
+type Op uint8
+
+// The leaf kinds and the operations of the contract (DESIGN.md 3.1-3.2), in the
+// contract's order.
+const (
+	OpVariable Op = iota
+	OpConstant
+	OpDetached
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+	OpNeg
+	OpPow
+	OpExp
+	OpLog
+	OpTanh
+	OpReLU
+	opCount
+)
+
+// opRule maps operand values (a, b; b is unused by unary ops) and pow's
+// constant exponent c to the result value and one local derivative per slot.
+type opRule func(a, b, c float64) (value, d0, d1 float64)
+
+// opSpec is one row of the op table: name, arity, whether it takes a constant
+// exponent, and its rule.
+type opSpec struct {
+	name          string
+	arity         int
+	takesExponent bool
+	rule          opRule
+}
+
+// opTable is the op table, the single place where the engine's arithmetic is
+// written down. Every product is wrapped in float64(...) so the compiler can
+// never fuse it with a neighbouring addition into an FMA: the results are the
+// individually rounded IEEE ones the contract fixes.
+var opTable = [opCount]opSpec{
+	OpVariable: {name: "variable"},
+	OpConstant: {name: "constant"},
+	OpDetached: {name: "detached"},
+	OpAdd: {"add", 2, false, func(a, b, _ float64) (float64, float64, float64) {
+		// d(a+b)/da = 1, d(a+b)/db = 1
+		return a + b, 1, 1
+	}},
+	OpSub: {"sub", 2, false, func(a, b, _ float64) (float64, float64, float64) {
+		// d(a-b)/da = 1, d(a-b)/db = -1
+		return a - b, 1, -1
+	}},
+	OpMul: {"mul", 2, false, func(a, b, _ float64) (float64, float64, float64) {
+		// d(ab)/da = b, d(ab)/db = a
+		return float64(a * b), b, a
+	}},
+	OpDiv: {"div", 2, false, func(a, b, _ float64) (float64, float64, float64) {
+		r := float64(a / b)
+		// d(a/b)/da = 1/b; d(a/b)/db = -a/b^2, written -(r/b) to reuse the rounded quotient
+		return r, float64(1 / b), -float64(r / b)
+	}},
+	OpNeg: {"neg", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		// d(-a)/da = -1
+		return -a, -1, 0
+	}},
+	OpPow: {"pow", 1, true, func(a, _, c float64) (float64, float64, float64) {
+		r := math.Pow(a, c)
+		// d(a^c)/da = c*a^(c-1); exactly 0 when c == 0, so 0^0 has derivative 0, not 0*inf
+		if c == 0 {
+			return r, 0, 0
+		}
+		return r, float64(c * math.Pow(a, c-1)), 0
+	}},
+	OpExp: {"exp", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		r := math.Exp(a)
+		// d(e^a)/da = e^a, the rounded result itself
+		return r, r, 0
+	}},
+	OpLog: {"log", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		// d(ln a)/da = 1/a
+		return math.Log(a), float64(1 / a), 0
+	}},
+	OpTanh: {"tanh", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		t := math.Tanh(a)
+		// d(tanh a)/da = 1 - tanh(a)^2, from the rounded t
+		return t, 1 - float64(t*t), 0
+	}},
+	OpReLU: {"relu", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		// relu(a) = a for a > 0 else +0.0 (so relu(-0.0) is +0.0); derivative 1 where a > 0, else 0
+		if a > 0 {
+			return a, 1, 0
+		}
+		return 0, 0, 0
+	}},
+}
+
+// String returns the op's name as the contract spells it: variable, constant,
+// detached, add, sub, mul, div, neg, pow, exp, log, tanh or relu.
+func (o Op) String() string {
+	if o >= opCount {
+		return "unknown"
+	}
+	return opTable[o].name
+}
+
+// Arity returns the number of operand slots: 0 for leaves, 1 or 2 for operations.
+func (o Op) Arity() int {
+	if o >= opCount {
+		return 0
+	}
+	return opTable[o].arity
+}
+
+// IsLeaf reports whether o is a leaf kind (variable, constant, detached).
+func (o Op) IsLeaf() bool { return o <= OpDetached }
+
+// TakesExponent reports whether o carries a constant exponent (only pow).
+func (o Op) TakesExponent() bool { return o < opCount && opTable[o].takesExponent }
+
+// LookupOp returns the operation named name ("add" ... "relu"). Leaf kinds and
+// detach are not operations of the op table and are not found.
+func LookupOp(name string) (Op, bool) {
+	for o := OpAdd; o < opCount; o++ {
+		if opTable[o].name == name {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// Ops returns every operation of the op table, in the contract's order.
+func Ops() []Op {
+	out := make([]Op, 0, opCount-OpAdd)
+	for o := OpAdd; o < opCount; o++ {
+		out = append(out, o)
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+module scalarkit
+
+go 1.22

@@ -1,0 +1,219 @@
+package program
+
+import (
+	"fmt"
+	"sort"
+
+	"scalarkit/wire"
+)
+
+// policy is a fixture's comparison: exact bits, or |a-b| <= abs + rel*max(|a|,|b|).
+type policy struct {
+	Mode   string  `json:"mode"`
+	Rel    float64 `json:"rel"`
+	Abs    float64 `json:"abs"`
+	Reason string  `json:"reason"`
+}
+
+func (p policy) equal(a, b float64) bool {
+	if p.Mode == "tolerance" {
+		return wire.Close(a, b, p.Rel, p.Abs)
+	}
+	return wire.BitsEqual(a, b)
+}
+
+// comparer compares one case's observations at its levels and collects the
+// differences, each naming the step and the field.
+type comparer struct {
+	policy   policy
+	steps    []Step
+	problems []string
+}
+
+func (c *comparer) failf(step int, path, format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf("step %d (%s): %s: %s", step, describe(c.steps[step]), path, fmt.Sprintf(format, args...)))
+}
+
+func (c *comparer) float(step int, path string, want, got float64) {
+	if !c.policy.equal(want, got) {
+		c.failf(step, path, "expected %s, got %s (%v ulp apart)", wire.FormatFloat(want), wire.FormatFloat(got), wire.UlpDistance(want, got))
+	}
+}
+
+func (c *comparer) nullable(step int, path string, want, got *wire.Float) {
+	switch {
+	case want == nil && got == nil:
+	case want == nil || got == nil:
+		c.failf(step, path, "expected %s, got %s", showPtr(want), showPtr(got))
+	default:
+		c.float(step, path, float64(*want), float64(*got))
+	}
+}
+
+func showPtr(f *wire.Float) string {
+	if f == nil {
+		return "null"
+	}
+	return wire.FormatFloat(float64(*f))
+}
+
+func (c *comparer) errorInfo(step int, path string, want, got *ErrorInfo) {
+	if got == nil {
+		c.failf(step, path, "expected error %s, got no error", want.Kind)
+		return
+	}
+	if want.Kind != got.Kind {
+		c.failf(step, path+".kind", "expected %s, got %s", want.Kind, got.Kind)
+		return
+	}
+	names := map[string]bool{}
+	for _, f := range want.Fields {
+		names[f.Name] = true
+	}
+	for _, f := range got.Fields {
+		names[f.Name] = true
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w, g := want.Field(k), got.Field(k)
+		wf, wIsFloat := w.(float64)
+		gf, gIsFloat := g.(float64)
+		switch {
+		case wIsFloat && gIsFloat:
+			c.float(step, path+"."+k, wf, gf)
+		case w != g:
+			c.failf(step, path+"."+k, "expected %v, got %v", w, g)
+		}
+	}
+}
+
+func (c *comparer) gradients(step int, want, got *Gradients) {
+	if got == nil {
+		c.failf(step, "gradients", "missing")
+		return
+	}
+	w, g := want.Map(), got.Map()
+	for _, e := range *want {
+		v, ok := g[e.ID]
+		if !ok {
+			c.failf(step, "gradients."+e.ID, "missing (expected %s)", wire.FormatFloat(e.Grad))
+			continue
+		}
+		c.float(step, "gradients."+e.ID, e.Grad, v)
+	}
+	for _, e := range *got {
+		if _, ok := w[e.ID]; !ok {
+			c.failf(step, "gradients."+e.ID, "unexpected (got %s)", wire.FormatFloat(e.Grad))
+		}
+	}
+}
+
+// trace compares a pass order-free: nodes keyed by id, edges by (child, operand).
+func (c *comparer) trace(step int, want, got *Pass) {
+	if got == nil {
+		c.failf(step, "pass", "missing")
+		return
+	}
+	c.float(step, "pass.seed", float64(want.Seed), float64(got.Seed))
+	gotNodes := map[string]PassNode{}
+	for _, n := range got.Nodes {
+		gotNodes[n.Node] = n
+	}
+	if len(got.Nodes) != len(want.Nodes) {
+		c.failf(step, "pass.nodes", "expected %d nodes, got %d", len(want.Nodes), len(got.Nodes))
+	}
+	for _, w := range want.Nodes {
+		g, ok := gotNodes[w.Node]
+		path := "pass.nodes[" + w.Node + "]"
+		if !ok {
+			c.failf(step, path, "missing")
+			continue
+		}
+		if w.Operation != g.Operation {
+			c.failf(step, path+".operation", "expected %s, got %s", w.Operation, g.Operation)
+		}
+		if w.Tracked != g.Tracked {
+			c.failf(step, path+".tracked", "expected %v, got %v", w.Tracked, g.Tracked)
+		}
+		c.float(step, path+".value", float64(w.Value), float64(g.Value))
+		c.nullable(step, path+".pass_adjoint", w.PassAdjoint, g.PassAdjoint)
+		c.nullable(step, path+".stored_gradient", w.StoredGradient, g.StoredGradient)
+	}
+	type key struct {
+		child   string
+		operand int
+	}
+	gotEdges := map[key]PassEdge{}
+	for _, e := range got.Edges {
+		gotEdges[key{e.Child, e.Operand}] = e
+	}
+	if len(got.Edges) != len(want.Edges) {
+		c.failf(step, "pass.edges", "expected %d edges, got %d", len(want.Edges), len(got.Edges))
+	}
+	for _, w := range want.Edges {
+		path := fmt.Sprintf("pass.edges[%s,%d]", w.Child, w.Operand)
+		g, ok := gotEdges[key{w.Child, w.Operand}]
+		if !ok {
+			c.failf(step, path, "missing")
+			continue
+		}
+		if w.Parent != g.Parent {
+			c.failf(step, path+".parent", "expected %s, got %s", w.Parent, g.Parent)
+		}
+		if w.ParentTracked != g.ParentTracked {
+			c.failf(step, path+".parent_tracked", "expected %v, got %v", w.ParentTracked, g.ParentTracked)
+		}
+		c.float(step, path+".local_derivative", float64(w.LocalDerivative), float64(g.LocalDerivative))
+		c.float(step, path+".upstream", float64(w.Upstream), float64(g.Upstream))
+		c.float(step, path+".contribution", float64(w.Contribution), float64(g.Contribution))
+	}
+}
+
+// sameNodeOrder reports whether got lists the nodes in want's (canonical) order.
+func sameNodeOrder(want, got *Pass) bool {
+	if got == nil || len(want.Nodes) != len(got.Nodes) {
+		return false
+	}
+	for i := range want.Nodes {
+		if want.Nodes[i].Node != got.Nodes[i].Node {
+			return false
+		}
+	}
+	return true
+}
+
+// order compares the edge sequence and the before/after adjoints, in order.
+func (c *comparer) order(step int, want, got *Pass) {
+	if len(want.Edges) != len(got.Edges) {
+		c.failf(step, "pass.edges", "expected %d edges, got %d", len(want.Edges), len(got.Edges))
+		return
+	}
+	for i, w := range want.Edges {
+		g := got.Edges[i]
+		path := fmt.Sprintf("pass.edges[%d]", i)
+		if w.Child != g.Child || w.Operand != g.Operand || w.Parent != g.Parent {
+			c.failf(step, path, "expected edge (%s, %d, %s), got (%s, %d, %s)", w.Child, w.Operand, w.Parent, g.Child, g.Operand, g.Parent)
+			return
+		}
+		c.nullable(step, path+".before", w.Before, g.Before)
+		c.nullable(step, path+".after", w.After, g.After)
+	}
+}
+
+func describe(s Step) string {
+	switch {
+	case s.Op == "variable" || s.Op == "constant":
+		return fmt.Sprintf("%s = %s(%s)", s.ID, s.Op, wire.FormatFloat(s.Value))
+	case s.Op == "backward":
+		return fmt.Sprintf("backward(%s, seed=%s)", s.Output, wire.FormatFloat(s.Seed))
+	case s.Op == "zero_grad":
+		return fmt.Sprintf("zero_grad(%s)", s.Output)
+	case s.Op == "pow":
+		return fmt.Sprintf("%s = pow(%s; %s)", s.ID, s.Args[0], wire.FormatFloat(s.Exponent))
+	}
+	return fmt.Sprintf("%s = %s(%v)", s.ID, s.Op, s.Args)
+}

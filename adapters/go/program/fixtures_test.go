@@ -1,0 +1,192 @@
+package program
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// fixturesDir is the repository's fixtures folder, read in place; the
+// SCALARKIT_FIXTURES environment variable overrides it.
+func fixturesDir() string {
+	if dir := os.Getenv("SCALARKIT_FIXTURES"); dir != "" {
+		return dir
+	}
+	return "../../../fixtures"
+}
+
+// fixture is one case file (fixtures/fixture.schema.json).
+type fixture struct {
+	Format      int             `json:"format"`
+	ID          string          `json:"id"`
+	Description string          `json:"description"`
+	Ops         []string        `json:"ops"`
+	Features    []string        `json:"features"`
+	Levels      []string        `json:"levels"`
+	Comparison  policy          `json:"comparison"`
+	Program     json.RawMessage `json:"program"`
+	Expected    []Observation   `json:"expected"`
+}
+
+func loadFixtures(t *testing.T) []fixture {
+	t.Helper()
+	fsys := os.DirFS(fixturesDir())
+	var files []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".json") && p != "fixture.schema.json" {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading fixtures from %s: %v", fixturesDir(), err)
+	}
+	sort.Strings(files)
+	var out []fixture
+	for _, name := range files {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			t.Fatalf("fixture bug: %s: %v", name, err)
+		}
+		var f fixture
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatalf("fixture bug: %s: %v", name, err)
+		}
+		if want := strings.TrimSuffix(name, ".json"); f.ID != want {
+			t.Fatalf("fixture bug: %s: id %q differs from its path", name, f.ID)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func hasLevel(f fixture, level string) bool {
+	for _, l := range f.Levels {
+		if l == level {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFixturesMatchTheReference runs every canonical fixture through the same
+// program runner the adapter uses, sends the observations through the wire
+// encoding and back, and compares them with the fixture's expectations at the
+// levels the fixture checks, under its comparison policy. The order level is
+// compared only for passes whose tape order equals the canonical order; the
+// others are logged (they are expected failures at the order level only).
+func TestFixturesMatchTheReference(t *testing.T) {
+	fixtures := loadFixtures(t)
+	ran := 0
+	var tapeOrderDiffers []string
+	for _, f := range fixtures {
+		f := f
+		t.Run(f.ID, func(t *testing.T) {
+			ran++
+			steps, err := Parse(f.Program, f.ID)
+			if err != nil {
+				t.Fatalf("fixture bug: %s: %v", f.ID, err)
+			}
+			if len(f.Expected) != len(steps) {
+				t.Fatalf("fixture bug: %s: %d steps but %d expected observations", f.ID, len(steps), len(f.Expected))
+			}
+			observations, err := Run(steps, true)
+			if err != nil {
+				t.Fatalf("%s: run: %v", f.ID, err)
+			}
+			// What the harness sees: the observations as wire JSON, read back.
+			data, err := json.Marshal(observations)
+			if err != nil {
+				t.Fatalf("%s: encoding observations: %v", f.ID, err)
+			}
+			var actual []Observation
+			if err := json.Unmarshal(data, &actual); err != nil {
+				t.Fatalf("%s: decoding our own observations: %v", f.ID, err)
+			}
+			if len(actual) != len(steps) {
+				t.Fatalf("%s: %d steps but %d observations", f.ID, len(steps), len(actual))
+			}
+			c := &comparer{policy: f.Comparison, steps: steps}
+			divergent := false
+			for i, step := range steps {
+				want, got := f.Expected[i], actual[i]
+				if step.Creates() {
+					if !hasLevel(f, "values") {
+						continue
+					}
+					if want.Error != nil {
+						c.errorInfo(i, "error", want.Error, got.Error)
+						continue
+					}
+					if got.Error != nil {
+						c.failf(i, "error", "expected a node, got error %s", got.Error.Kind)
+						continue
+					}
+					c.float(i, "value", float64(*want.Value), float64(*got.Value))
+					if *want.Tracked != *got.Tracked {
+						c.failf(i, "tracked", "expected %v, got %v", *want.Tracked, *got.Tracked)
+					}
+					continue
+				}
+				if want.Error != nil {
+					if hasLevel(f, "errors") {
+						c.errorInfo(i, "error", want.Error, got.Error)
+						c.gradients(i, want.Gradients, got.Gradients)
+					}
+					continue
+				}
+				if hasLevel(f, "gradients") {
+					if got.Error != nil {
+						c.failf(i, "error", "expected success, got error %s", got.Error.Kind)
+						continue
+					}
+					c.gradients(i, want.Gradients, got.Gradients)
+				}
+				if want.Pass == nil {
+					continue
+				}
+				if hasLevel(f, "trace") {
+					c.trace(i, want.Pass, got.Pass)
+				}
+				if hasLevel(f, "order") && got.Pass != nil {
+					if sameNodeOrder(want.Pass, got.Pass) {
+						c.order(i, want.Pass, got.Pass)
+					} else {
+						divergent = true
+					}
+				}
+			}
+			for _, p := range c.problems {
+				t.Errorf("%s: %s", f.ID, p)
+			}
+			if divergent {
+				tapeOrderDiffers = append(tapeOrderDiffers, f.ID)
+			}
+		})
+	}
+	if ran <= 80 {
+		t.Errorf("ran %d fixture cases from %s, expected more than 80", ran, fixturesDir())
+	}
+	t.Logf("ran %d fixture cases", ran)
+	if len(tapeOrderDiffers) > 0 {
+		t.Logf("tape order differs from the canonical order (order level not compared) in %d cases: %s",
+			len(tapeOrderDiffers), strings.Join(tapeOrderDiffers, ", "))
+	}
+}
+
+// TestFixtureIDsArePaths checks the fixture folder itself: every case id is
+// its file path, so a renamed file is caught here rather than blamed on the engine.
+func TestFixtureIDsArePaths(t *testing.T) {
+	for _, f := range loadFixtures(t) {
+		if path.Clean(f.ID) != f.ID {
+			t.Errorf("fixture bug: id %q is not a clean path", f.ID)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package program
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestParseRejectsBrokenProgramsNamingStepAndField(t *testing.T) {
+	cases := []struct {
+		name, program, want string
+	}{
+		{"not a list", `{"op":"variable"}`, "program must be a list"},
+		{"unknown op", `[{"id":"x","op":"sqrt","args":[]}]`, "step 0: field 'op': unknown operation"},
+		{"unknown id", `[{"id":"y","op":"neg","args":["x"]}]`, `step 0 (y): field 'args[0]': unknown id "x"`},
+		{"reused id", `[{"id":"x","op":"variable","value":1},{"id":"x","op":"constant","value":2}]`, "already used"},
+		{"wrong arity", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","args":["x"]}]`, "add takes a list of 2"},
+		{"string value", `[{"id":"x","op":"variable","value":"two"}]`, "field 'value'"},
+		{"unexpected field", `[{"id":"x","op":"variable","value":1,"seed":2}]`, `unexpected field "seed"`},
+		{"non-finite exponent", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":"inf"}]`, "finite constant"},
+		{"unknown output", `[{"op":"backward","output":"x"}]`, `unknown id "x"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(json.RawMessage(tc.program), "case t")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestObservationsKeepNegativeZeroAndNonFiniteOnTheWire(t *testing.T) {
+	steps, err := Parse(json.RawMessage(`[
+		{"id":"z","op":"constant","value":-0},
+		{"id":"x","op":"variable","value":"nan"},
+		{"id":"y","op":"variable","value":-0.0},
+		{"id":"n","op":"neg","args":["y"]},
+		{"op":"backward","output":"n","seed":"inf"}]`), "case t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	observations, err := Run(steps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(observations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"value":-0.0,"tracked":false},{"error":{"kind":"non-finite-leaf","operation":"variable","value":"nan"}},` +
+		`{"value":-0.0,"tracked":true},{"value":0.0,"tracked":true},` +
+		`{"error":{"kind":"non-finite-seed","seed":"inf"},"gradients":{"y":0.0,"n":0.0}}]`
+	if string(data) != want {
+		t.Errorf("got  %s\nwant %s", data, want)
+	}
+}
+
+func TestComparerReportsTheFirstDifferingField(t *testing.T) {
+	steps, _ := Parse(json.RawMessage(`[{"id":"x","op":"variable","value":3},{"id":"y","op":"mul","args":["x","x"]},{"op":"backward","output":"y"}]`), "case t")
+	got, err := Run(steps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		policy policy
+		mutate func(p *Pass, g *Gradients)
+		want   string
+	}{
+		{"gradient off by one ulp under exact", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { (*g)[0].Grad = 6.000000000000001 }, "gradients.x"},
+		{"merged edge", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { p.Edges = p.Edges[:1] }, "pass.edges: expected 1 edges, got 2"},
+		{"wrong parent", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { p.Edges[0].Parent = "y" }, "pass.edges[y,0].parent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := json.Marshal(got[2])
+			var want Observation
+			if err := json.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(want.Pass, want.Gradients)
+			c := &comparer{policy: tc.policy, steps: steps}
+			c.gradients(2, want.Gradients, got[2].Gradients)
+			c.trace(2, want.Pass, got[2].Pass)
+			if len(c.problems) == 0 || !strings.Contains(strings.Join(c.problems, "\n"), tc.want) {
+				t.Errorf("problems %q, want one about %s", c.problems, tc.want)
+			}
+		})
+	}
+}

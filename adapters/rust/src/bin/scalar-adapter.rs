@@ -1,0 +1,173 @@
+//! The Rust engine behind the adapter protocol (docs/protocol.md, version 1).
+//!
+//! Reads one JSON request per line on stdin and answers each on stdout, one
+//! line per reply, flushed: `hello` gets the handshake, `run` gets the
+//! observations of the whole program (or an `error` reply when the program is
+//! malformed or the engine fails), `shutdown` or the end of input exits 0.
+//! Anything that is not a request it understands gets an `error` reply, never a
+//! panic; logs go to stderr only.
+
+use std::io::{self, BufRead, Write};
+use std::panic::{self, AssertUnwindSafe};
+
+use scalar_autodiff::program::{parse_program, run_program};
+use scalar_autodiff::wire::{Json, parse};
+use serde_json::Value;
+
+const PROTOCOL_VERSION: u64 = 1;
+/// The protocol's limit on one reply line.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+const OPS: [&str; 11] = [
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+];
+const LEVELS: [&str; 5] = ["values", "gradients", "errors", "trace", "order"];
+
+fn strings(items: &[&str]) -> Json {
+    Json::Array(
+        items
+            .iter()
+            .map(|item| Json::Str(item.to_string()))
+            .collect(),
+    )
+}
+
+fn hello() -> Json {
+    Json::object([
+        ("type", Json::Str("hello".into())),
+        ("protocol", Json::Int(PROTOCOL_VERSION)),
+        (
+            "engine",
+            Json::object([
+                ("name", Json::Str("rust-scalar".into())),
+                ("version", Json::Str(env!("CARGO_PKG_VERSION").into())),
+                ("language", Json::Str("rust".into())),
+            ]),
+        ),
+        ("ops", strings(&OPS)),
+        ("levels", strings(&LEVELS)),
+        ("features", strings(&["seed"])),
+    ])
+}
+
+fn error_reply(case: Json, message: String) -> Json {
+    eprintln!("adapter: {message}");
+    Json::object([
+        ("type", Json::Str("error".into())),
+        ("case", case),
+        ("message", Json::Str(message)),
+    ])
+}
+
+/// Answer one run request: the result, or an error reply naming what went wrong.
+fn run(request: &serde_json::Map<String, Value>) -> Json {
+    let case = request
+        .get("case")
+        .cloned()
+        .unwrap_or_else(|| Value::String(String::new()));
+    let case_name = case.as_str().unwrap_or("").to_string();
+    let Some(raw) = request.get("program") else {
+        return error_reply(
+            Json::Raw(case),
+            format!("case {case_name}: the run request has no program"),
+        );
+    };
+    let program = match parse_program(raw, &format!("case {case_name}")) {
+        Ok(program) => program,
+        Err(error) => return error_reply(Json::Raw(case), error.to_string()),
+    };
+    match panic::catch_unwind(AssertUnwindSafe(|| run_program(&program, true))) {
+        Ok(Ok(observations)) => {
+            let result = Json::object([
+                ("type", Json::Str("result".into())),
+                ("case", Json::Raw(case.clone())),
+                ("observations", Json::Array(observations)),
+            ]);
+            let text = result.to_string();
+            if text.len() > MAX_LINE {
+                let message = format!(
+                    "the result is {} bytes, over the 64 MiB line limit",
+                    text.len()
+                );
+                return error_reply(Json::Raw(case), message);
+            }
+            Json::Verbatim(text)
+        }
+        Ok(Err(error)) => error_reply(Json::Raw(case), error.to_string()),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".to_string());
+            error_reply(Json::Raw(case), format!("panic: {message}"))
+        }
+    }
+}
+
+/// The reply to one request line, or `None` for shutdown.
+fn answer(line: &str) -> Option<Json> {
+    let request = match parse(line) {
+        Ok(request) => request,
+        Err(error) => {
+            return Some(error_reply(
+                Json::Str(String::new()),
+                format!("request {error}"),
+            ));
+        }
+    };
+    let Value::Object(request) = request else {
+        return Some(error_reply(
+            Json::Str(String::new()),
+            format!("a request must be an object, got {request}"),
+        ));
+    };
+    match request.get("type").and_then(Value::as_str) {
+        Some("hello") => Some(hello()),
+        Some("run") => Some(run(&request)),
+        Some("shutdown") => None,
+        other => Some(error_reply(
+            request
+                .get("case")
+                .cloned()
+                .map_or(Json::Str(String::new()), Json::Raw),
+            format!(
+                "unknown request type {}",
+                other.map_or_else(|| "(none)".to_string(), |t| format!("{t:?}"))
+            ),
+        )),
+    }
+}
+
+fn main() {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let stdout = io::stdout();
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match input.read_until(b'\n', &mut buffer) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("adapter: cannot read stdin: {error}");
+                return;
+            }
+        }
+        let line = String::from_utf8_lossy(&buffer);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some(reply) = answer(&line) else { return };
+        let mut text = reply.to_string();
+        text.push('\n');
+        let mut out = stdout.lock();
+        if out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            // The harness went away: nothing more to answer.
+            return;
+        }
+    }
+}

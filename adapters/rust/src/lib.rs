@@ -1,0 +1,43 @@
+//! A scalar reverse-mode autodiff engine: the Rust port of the conformance kit's reference.
+//!
+//! Its semantics are the contract of DESIGN.md section 3, the same as the Python
+//! reference (`reference/`): the same op names (add sub mul div neg pow exp log
+//! tanh relu), the same error kinds, the same canonical topology and pass record.
+//!
+//! ```
+//! use scalar_autodiff::Scalar;
+//!
+//! let x = Scalar::variable(2.0)?;
+//! let square = x.mul(&x)?;
+//! let loss = square.add(&square)?;
+//! let record = loss.backward()?;
+//! assert_eq!(x.gradient(), Some(8.0));
+//! assert_eq!(record.edges.len(), 4);
+//! loss.zero_grad();
+//! assert_eq!(x.gradient(), Some(0.0));
+//! # Ok::<(), scalar_autodiff::Error>(())
+//! ```
+//!
+//! Modules: [`ops`] (the op table), [`scalar`] (nodes and operations),
+//! [`backward`] (topology, backward, zero_grad), [`record`] (the pass record),
+//! [`error`] (the typed errors), [`mod@gradcheck`] (central differences). The
+//! engine uses only `std`; [`program`] and [`wire`] run protocol programs and
+//! speak the JSON encoding, for the adapter, the benchmark and the fixture tests.
+
+#![deny(missing_docs)]
+
+pub mod backward;
+pub mod error;
+pub mod gradcheck;
+pub mod ops;
+pub mod program;
+pub mod record;
+pub mod scalar;
+pub mod wire;
+
+pub use backward::topology;
+pub use error::{ERROR_KINDS, Error};
+pub use gradcheck::{DEFAULT_STEP, DEFAULT_TOLERANCE, GradCheck, gradcheck, gradcheck_with};
+pub use ops::{OPS, Op, OpKind};
+pub use record::{EdgeRecord, NodeRecord, PassRecord};
+pub use scalar::{NodeKey, Operation, Scalar};

@@ -1,0 +1,204 @@
+//! The op table: every operation's name, arity, value and local derivatives.
+//!
+//! This is the single place where the engine's arithmetic is written down
+//! (DESIGN.md 3.2), mirroring `reference/ops.py`. Each rule takes the operands'
+//! forward values (and, for pow, the constant exponent) and returns the result
+//! value together with one local derivative per operand slot, evaluated from the
+//! forward values exactly as the contract's formula is written, so the formula
+//! fixes the rounding. exp, log, tanh and pow use the platform libm through
+//! `f64` methods; the fixtures' tolerances absorb the last-bit differences from
+//! the reference's correctly rounded values.
+
+use std::fmt;
+
+/// One operation of the contract, in the contract's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`.
+    Div,
+    /// `-a`.
+    Neg,
+    /// `a ^ c` with `c` a finite constant exponent, not a node.
+    Pow,
+    /// `e ^ a`.
+    Exp,
+    /// Natural logarithm of `a`.
+    Log,
+    /// Hyperbolic tangent of `a`.
+    Tanh,
+    /// `a` if `a > 0` else `+0.0`.
+    Relu,
+}
+
+/// What a rule returns: the value and one local derivative per operand slot
+/// (only the first `arity` entries are meaningful).
+pub type Evaluation = (f64, [f64; 2]);
+
+/// A rule maps operand values to an [`Evaluation`]. The second argument is the
+/// second operand's value for a binary op, the exponent for pow, and unused
+/// (0.0) for the other unary ops.
+pub type Rule = fn(f64, f64) -> Evaluation;
+
+/// One row of the op table.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    /// Which operation this row describes.
+    pub kind: OpKind,
+    /// The contract's name: `add sub mul div neg pow exp log tanh relu`.
+    pub name: &'static str,
+    /// How many operand nodes the operation takes (pow's exponent is not one).
+    pub arity: usize,
+    /// True only for pow, whose exponent is a finite constant carried by the operation.
+    pub takes_exponent: bool,
+    /// Value and local derivatives from the operands' forward values.
+    pub rule: Rule,
+}
+
+fn add(a: f64, b: f64) -> Evaluation {
+    // d(a+b)/da = 1, d(a+b)/db = 1
+    (a + b, [1.0, 1.0])
+}
+
+fn sub(a: f64, b: f64) -> Evaluation {
+    // d(a-b)/da = 1, d(a-b)/db = -1
+    (a - b, [1.0, -1.0])
+}
+
+fn mul(a: f64, b: f64) -> Evaluation {
+    // d(ab)/da = b, d(ab)/db = a
+    (a * b, [b, a])
+}
+
+fn div(a: f64, b: f64) -> Evaluation {
+    let r = a / b;
+    // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2, written -(r/b) so it reuses the rounded quotient
+    (r, [1.0 / b, -(r / b)])
+}
+
+fn neg(a: f64, _: f64) -> Evaluation {
+    // d(-a)/da = -1
+    (-a, [-1.0, 0.0])
+}
+
+fn pow(a: f64, c: f64) -> Evaluation {
+    let r = a.powf(c);
+    // d(a^c)/da = c*a^(c-1); exactly 0 when c == 0, so 0^0 has derivative 0, not 0*inf
+    let local = if c == 0.0 { 0.0 } else { c * a.powf(c - 1.0) };
+    (r, [local, 0.0])
+}
+
+fn exp(a: f64, _: f64) -> Evaluation {
+    let r = a.exp();
+    // d(e^a)/da = e^a, the rounded result itself
+    (r, [r, 0.0])
+}
+
+fn log(a: f64, _: f64) -> Evaluation {
+    // d(ln a)/da = 1/a
+    (a.ln(), [1.0 / a, 0.0])
+}
+
+fn tanh(a: f64, _: f64) -> Evaluation {
+    let t = a.tanh();
+    // d(tanh a)/da = 1 - tanh(a)^2, from the rounded t
+    (t, [1.0 - t * t, 0.0])
+}
+
+fn relu(a: f64, _: f64) -> Evaluation {
+    // relu(a) = a for a > 0 else +0.0 (so relu(-0.0) is +0.0); derivative 1 where a > 0, else 0
+    if a > 0.0 {
+        (a, [1.0, 0.0])
+    } else {
+        (0.0, [0.0, 0.0])
+    }
+}
+
+/// Every operation of the contract, in the contract's order.
+// One row per line, so the table reads as a table.
+#[rustfmt::skip]
+pub const OPS: [Op; 10] = [
+    Op { kind: OpKind::Add, name: "add", arity: 2, takes_exponent: false, rule: add },
+    Op { kind: OpKind::Sub, name: "sub", arity: 2, takes_exponent: false, rule: sub },
+    Op { kind: OpKind::Mul, name: "mul", arity: 2, takes_exponent: false, rule: mul },
+    Op { kind: OpKind::Div, name: "div", arity: 2, takes_exponent: false, rule: div },
+    Op { kind: OpKind::Neg, name: "neg", arity: 1, takes_exponent: false, rule: neg },
+    Op { kind: OpKind::Pow, name: "pow", arity: 1, takes_exponent: true, rule: pow },
+    Op { kind: OpKind::Exp, name: "exp", arity: 1, takes_exponent: false, rule: exp },
+    Op { kind: OpKind::Log, name: "log", arity: 1, takes_exponent: false, rule: log },
+    Op { kind: OpKind::Tanh, name: "tanh", arity: 1, takes_exponent: false, rule: tanh },
+    Op { kind: OpKind::Relu, name: "relu", arity: 1, takes_exponent: false, rule: relu },
+];
+
+impl OpKind {
+    /// This operation's row of the op table.
+    pub fn op(self) -> &'static Op {
+        // OPS is in declaration order, so the discriminant is the row index.
+        &OPS[self as usize]
+    }
+
+    /// The contract's name of this operation (`add`, ..., `relu`).
+    pub fn name(self) -> &'static str {
+        self.op().name
+    }
+
+    /// The operation with this contract name, if any.
+    pub fn from_name(name: &str) -> Option<OpKind> {
+        OPS.iter().find(|op| op.name == name).map(|op| op.kind)
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_indexed_by_kind() {
+        for (index, op) in OPS.iter().enumerate() {
+            assert_eq!(op.kind as usize, index);
+            assert_eq!(OpKind::from_name(op.name), Some(op.kind));
+        }
+        assert_eq!(OpKind::from_name("detach"), None);
+    }
+
+    #[test]
+    fn div_reuses_the_rounded_quotient() {
+        let (r, locals) = div(1.0, 3.0);
+        assert_eq!(locals[1].to_bits(), (-(r / 3.0)).to_bits());
+    }
+
+    #[test]
+    fn relu_of_negative_zero_is_positive_zero() {
+        let (value, locals) = relu(-0.0, 0.0);
+        assert_eq!(value.to_bits(), 0.0f64.to_bits());
+        assert_eq!(locals[0], 0.0);
+    }
+
+    #[test]
+    fn pow_follows_the_ieee_special_cases() {
+        assert!(pow(-8.0, 1.0 / 3.0).0.is_nan());
+        assert_eq!(pow(0.0, 0.0), (1.0, [0.0, 0.0]));
+        assert_eq!(pow(0.0, -1.0).0, f64::INFINITY);
+        assert_eq!(pow(-0.0, -1.0).0, f64::NEG_INFINITY);
+        assert!(pow(0.0, 0.5).1[0].is_infinite());
+        assert_eq!(pow(-2.0, 3.0), (-8.0, [12.0, 0.0]));
+    }
+
+    #[test]
+    fn log_maps_domain_errors_to_ieee_results() {
+        assert_eq!(log(0.0, 0.0).0, f64::NEG_INFINITY);
+        assert!(log(-1.0, 0.0).0.is_nan());
+        assert_eq!(exp(1000.0, 0.0).0, f64::INFINITY);
+    }
+}

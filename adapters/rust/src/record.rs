@@ -1,0 +1,63 @@
+//! The pass record: what one backward call computed, node by node and edge by edge.
+//!
+//! [`Scalar::backward`](crate::Scalar::backward) returns a [`PassRecord`]
+//! (DESIGN.md 3.3 step 7). Node fields hold [`Scalar`] handles; the program
+//! runner names them by program id.
+
+use crate::scalar::{Operation, Scalar};
+
+/// One node of the topology: its pass adjoint and its stored gradient after commit.
+#[derive(Clone, Debug)]
+pub struct NodeRecord {
+    /// The node.
+    pub node: Scalar,
+    /// How it was made.
+    pub operation: Operation,
+    /// Its forward value.
+    pub value: f64,
+    /// Whether it takes part in gradients.
+    pub tracked: bool,
+    /// This pass's adjoint; `None` for an untracked node.
+    pub pass_adjoint: Option<f64>,
+    /// The stored gradient after commit; `None` for an untracked node.
+    pub stored_gradient: Option<f64>,
+}
+
+/// One operand edge as backward walked it.
+///
+/// `child` consumed `parent` in operand slot `operand`. `upstream` is the
+/// child's pass adjoint (0.0 for an untracked child) and `contribution` is
+/// `upstream * local_derivative`. `before` and `after` are the parent's pass
+/// adjoint around this edge, `None` when the parent is untracked.
+#[derive(Clone, Debug)]
+pub struct EdgeRecord {
+    /// The node that consumed the operand.
+    pub child: Scalar,
+    /// The operand node.
+    pub parent: Scalar,
+    /// The operand slot.
+    pub operand: usize,
+    /// The edge's local derivative.
+    pub local_derivative: f64,
+    /// The child's pass adjoint (0.0 for an untracked child).
+    pub upstream: f64,
+    /// `upstream * local_derivative`.
+    pub contribution: f64,
+    /// Whether the parent takes part in gradients.
+    pub parent_tracked: bool,
+    /// The parent's pass adjoint before this edge; `None` when untracked.
+    pub before: Option<f64>,
+    /// The parent's pass adjoint after this edge; `None` when untracked.
+    pub after: Option<f64>,
+}
+
+/// A successful backward pass: the seed, nodes in topology order, edges in processing order.
+#[derive(Clone, Debug)]
+pub struct PassRecord {
+    /// The seed (the output's pass adjoint).
+    pub seed: f64,
+    /// Every node reachable from the output, in canonical topology order (output last).
+    pub nodes: Vec<NodeRecord>,
+    /// Every operand edge, in the order backward processed it.
+    pub edges: Vec<EdgeRecord>,
+}

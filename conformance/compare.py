@@ -1,0 +1,279 @@
+"""Compare an adapter's observations with a fixture's expectations, level by level.
+
+``compare_level`` returns the differences at one level (DESIGN.md 3.6,
+docs/protocol.md "Levels"), each with the step, the JSON path of the
+difference, expected and actual values and, for floats, their ulp distance.
+Floats follow the fixture's comparison policy; ids, kinds, slots and booleans
+must match exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .fixture import Comparison, Fixture
+from .wire import NON_FINITE, to_json_ready, ulp_distance
+
+#: Keys whose values are floats (numbers or non-finite strings) wherever they appear.
+FLOAT_KEYS = frozenset(
+    {
+        "value",
+        "seed",
+        "pass_adjoint",
+        "stored_gradient",
+        "local_derivative",
+        "upstream",
+        "contribution",
+        "before",
+        "after",
+        "previous",
+        "stored",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first (or one) place where actual differs from expected."""
+
+    level: str
+    step: int
+    path: str
+    expected: Any
+    actual: Any
+    ulps: Optional[float] = None
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: step, path, expected, actual, ulp distance."""
+        text = f"step {self.step}: {self.path}: expected {_show(self.expected)}, got {_show(self.actual)}"
+        if self.ulps is not None and math.isfinite(self.ulps):
+            text += f" ({self.ulps:.0f} ulp apart)"
+        if self.note:
+            text += f"; {self.note}"
+        return text
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    return json.dumps(to_json_ready(value), sort_keys=False)
+
+
+_MISSING = object()
+
+
+def as_float(raw: Any) -> Optional[float]:
+    """A JSON float (number or non-finite string) as a float; None if it is neither."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    if isinstance(raw, str) and raw in NON_FINITE:
+        return NON_FINITE[raw]
+    return None
+
+
+class _Collector:
+    def __init__(self, level: str, policy: Comparison, limit: int) -> None:
+        self.level = level
+        self.policy = policy
+        self.limit = limit
+        self.found: list[Difference] = []
+        self.largest_ulps = 0.0
+
+    @property
+    def full(self) -> bool:
+        return len(self.found) >= self.limit
+
+    def add(self, step: int, path: str, expected: Any, actual: Any, ulps: Optional[float] = None, note: str = "") -> None:
+        if not self.full:
+            self.found.append(Difference(self.level, step, path, expected, actual, ulps, note))
+
+    def value(self, step: int, path: str, expected: Any, actual: Any, is_float: bool) -> None:
+        if is_float:
+            e, a = as_float(expected), as_float(actual)
+            if e is None or a is None:
+                if expected is None and actual is None:
+                    return
+                self.add(step, path, expected, actual)
+                return
+            distance = ulp_distance(e, a)
+            if math.isfinite(distance):
+                self.largest_ulps = max(self.largest_ulps, distance)
+            if not self.policy.agree(e, a):
+                self.add(step, path, expected, actual, distance)
+            return
+        if type(expected) is not type(actual) or expected != actual:
+            self.add(step, path, expected, actual)
+
+    def record(self, step: int, path: str, expected: dict[str, Any], actual: Any, keys: Optional[list[str]] = None) -> None:
+        """Compare two flat objects key by key (all of expected's keys, and no extra ones)."""
+        if not isinstance(actual, dict):
+            self.add(step, path, expected, actual, note="expected an object")
+            return
+        for key in keys if keys is not None else list(expected):
+            self.value(step, f"{path}.{key}", expected.get(key, _MISSING), actual.get(key, _MISSING), key in FLOAT_KEYS)
+        if keys is None:
+            for key in actual:
+                if key not in expected:
+                    self.add(step, f"{path}.{key}", _MISSING, actual[key], note="unexpected field")
+
+    def gradients(self, step: int, path: str, expected: dict[str, Any], actual: Any) -> None:
+        if not isinstance(actual, dict):
+            self.add(step, path, expected, actual if actual is not None else _MISSING)
+            return
+        for key, value in expected.items():
+            if key not in actual:
+                self.add(step, f"{path}.{key}", value, _MISSING, note="no stored gradient reported for a tracked node")
+            else:
+                self.value(step, f"{path}.{key}", value, actual[key], True)
+        for key in actual:
+            if key not in expected:
+                self.add(step, f"{path}.{key}", _MISSING, actual[key], note="a gradient for a node that has none")
+
+
+def compare_level(fixture: Fixture, observations: list[Any], level: str, limit: int = 20) -> tuple[list[Difference], float]:
+    """Differences at ``level`` (at most ``limit``) and the largest ulp distance seen."""
+    out = _Collector(level, fixture.comparison, limit)
+    compare = {
+        "values": _values,
+        "gradients": _gradients,
+        "errors": _errors,
+        "trace": _trace,
+        "order": _order,
+    }[level]
+    for index, (step, expected) in enumerate(zip(fixture.program, fixture.expected)):
+        actual = observations[index] if index < len(observations) else None
+        if not isinstance(actual, dict):
+            actual = {}
+        compare(out, index, step, expected, actual)
+        if out.full:
+            break
+    return out.found, out.largest_ulps
+
+
+def _values(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    if step.id is None:
+        return
+    path = f"observations[{index}]"
+    if "error" in expected:
+        if "error" not in actual:
+            out.add(index, f"{path}.error", expected["error"], _MISSING, note=f"{step.describe()} should have failed")
+            return
+        out.record(index, f"{path}.error", expected["error"], actual["error"])
+        return
+    if "error" in actual:
+        out.add(index, f"{path}.error", _MISSING, actual["error"], note=f"{step.describe()} should have succeeded")
+        return
+    out.record(index, path, expected, actual, ["value", "tracked"])
+
+
+def _gradients(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    if step.id is not None or "error" in expected:
+        return
+    path = f"observations[{index}]"
+    if "error" in actual:
+        out.add(index, f"{path}.error", _MISSING, actual["error"], note=f"{step.describe()} failed where the reference succeeded")
+        return
+    out.gradients(index, f"{path}.gradients", expected["gradients"], actual.get("gradients"))
+
+
+def _errors(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    if step.id is not None or "error" not in expected:
+        return
+    path = f"observations[{index}]"
+    if "error" not in actual:
+        out.add(index, f"{path}.error", expected["error"], _MISSING, note=f"{step.describe()} should have failed")
+    else:
+        out.record(index, f"{path}.error", expected["error"], actual["error"])
+    out.gradients(index, f"{path}.gradients", expected["gradients"], actual.get("gradients"))
+
+
+def _pass_of(out: _Collector, index: int, expected: dict[str, Any], actual: dict[str, Any]) -> Optional[dict[str, Any]]:
+    record = actual.get("pass")
+    if not isinstance(record, dict):
+        out.add(index, f"observations[{index}].pass", "a pass record", record if record is not None else _MISSING)
+        return None
+    for key in ("nodes", "edges"):
+        if not isinstance(record.get(key), list) or not all(isinstance(item, dict) for item in record[key]):
+            out.add(index, f"observations[{index}].pass.{key}", "a list of objects", record.get(key, _MISSING))
+            return None
+    return record
+
+
+def _trace(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    if "pass" not in expected:
+        return
+    if "error" in actual:
+        out.add(
+            index, f"observations[{index}].error", _MISSING, actual["error"], note="backward failed where the reference succeeded"
+        )
+        return
+    record = _pass_of(out, index, expected, actual)
+    if record is None:
+        return
+    path = f"observations[{index}].pass"
+    want = expected["pass"]
+    out.value(index, f"{path}.seed", want["seed"], record.get("seed", _MISSING), True)
+    nodes = {n.get("node"): n for n in record["nodes"]}
+    for node in want["nodes"]:
+        got = nodes.pop(node["node"], None)
+        if got is None:
+            out.add(index, f"{path}.nodes[{node['node']}]", node, _MISSING, note="node missing from the pass")
+            continue
+        out.record(
+            index,
+            f"{path}.nodes[{node['node']}]",
+            node,
+            got,
+            ["operation", "value", "tracked", "pass_adjoint", "stored_gradient"],
+        )
+    for name in nodes:
+        out.add(index, f"{path}.nodes[{name}]", _MISSING, nodes[name], note="a node the pass should not reach")
+    edges = {(e.get("child"), e.get("operand")): e for e in record["edges"]}
+    for edge in want["edges"]:
+        key = (edge["child"], edge["operand"])
+        got = edges.pop(key, None)
+        where = f"{path}.edges[{edge['child']}:{edge['operand']}]"
+        if got is None:
+            out.add(index, where, edge, _MISSING, note="operand edge missing (merged or skipped?)")
+            continue
+        out.record(index, where, edge, got, ["parent", "local_derivative", "upstream", "contribution", "parent_tracked"])
+    for child, slot in edges:
+        out.add(index, f"{path}.edges[{child}:{slot}]", _MISSING, edges[(child, slot)], note="an edge the contract does not have")
+
+
+def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    if "pass" not in expected:
+        return
+    if "error" in actual:
+        out.add(
+            index, f"observations[{index}].error", _MISSING, actual["error"], note="backward failed where the reference succeeded"
+        )
+        return
+    record = _pass_of(out, index, expected, actual)
+    if record is None:
+        return
+    path = f"observations[{index}].pass"
+    want_nodes = [n["node"] for n in expected["pass"]["nodes"]]
+    got_nodes = [n.get("node") for n in record["nodes"]]
+    if want_nodes != got_nodes:
+        at = next((i for i, (a, b) in enumerate(zip(want_nodes, got_nodes)) if a != b), min(len(want_nodes), len(got_nodes)))
+        out.add(
+            index,
+            f"{path}.nodes[{at}].node",
+            want_nodes[at] if at < len(want_nodes) else _MISSING,
+            got_nodes[at] if at < len(got_nodes) else _MISSING,
+            note="topology differs from the canonical depth-first post-order",
+        )
+        return
+    for position, (edge, got) in enumerate(zip(expected["pass"]["edges"], record["edges"])):
+        out.record(index, f"{path}.edges[{position}]", edge, got, ["child", "operand", "parent", "before", "after"])
+        if out.found:
+            return
+    if len(record["edges"]) != len(expected["pass"]["edges"]):
+        out.add(index, f"{path}.edges", f"{len(expected['pass']['edges'])} edges", f"{len(record['edges'])} edges")

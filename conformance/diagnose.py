@@ -1,0 +1,61 @@
+"""Name the likely bug behind a wrong answer, by reproducing it.
+
+For a failed (case, level), every variant of the broken-engine catalogue
+(``conformance.mutants``) runs the same program; a variant whose answers agree
+with the adapter's at that level reproduces the failure, and its description
+is the diagnosis. Two patterns are also named directly: a backward that failed
+but changed stored gradients, and a crash that reads like a recursion limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional
+
+from .compare import compare_level
+from .fixture import Fixture
+from .mutants import BUGS, MutantEngine
+
+_RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
+
+
+def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]:
+    """Plain-words descriptions of the bugs that would produce these observations at this level."""
+    found = []
+    direct = _changed_on_failure(fixture, observations)
+    if direct and level == "errors":
+        found.append(direct)
+    for bug, description in BUGS.items():
+        if bug == "recursive-topo":
+            continue
+        try:
+            simulated = MutantEngine(bug).run(fixture.program)
+        except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
+            continue
+        # The variant must itself fail here, and the adapter's answers must agree with the variant's.
+        variant_fails = bool(compare_level(fixture, simulated, level, limit=1)[0])
+        if variant_fails and not compare_level(replace(fixture, expected=tuple(simulated)), observations, level, limit=1)[0]:
+            if description not in found:
+                found.append(description)
+    return found
+
+
+def diagnose_error(message: str) -> Optional[str]:
+    """A diagnosis for an adapter error, when its message or stderr shows one."""
+    if any(word in message for word in _RECURSION_WORDS):
+        return BUGS["recursive-topo"]
+    return None
+
+
+def _changed_on_failure(fixture: Fixture, observations: list[Any]) -> Optional[str]:
+    previous: Optional[dict[str, Any]] = None
+    for step, observation in zip(fixture.program, observations):
+        if step.id is not None or not isinstance(observation, dict):
+            continue
+        gradients = observation.get("gradients")
+        if "error" in observation and isinstance(previous, dict) and isinstance(gradients, dict):
+            if any(gradients.get(name) != value for name, value in previous.items()):
+                return BUGS["partial-commit"]
+        if isinstance(gradients, dict):
+            previous = gradients
+    return None

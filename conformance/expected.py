@@ -1,0 +1,92 @@
+"""Expected-failure lists: one TOML file per adapter, each entry a case pattern, a level and a reason.
+
+    [[expected]]
+    case = "structure/deep-chain-*"    # fnmatch pattern over case ids
+    level = "*"                         # a level name, or * for every level
+    reason = "micrograd's recursive topological sort raises RecursionError"
+
+A listed failure is *xfailed*; a listed result that passes is *xpassed*, a
+stale entry that fails the gate. ``write_expected`` rewrites the file from a
+run's results, keeping the reasons of entries that still apply.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .fixture import LEVELS
+
+
+class ExpectedError(ValueError):
+    """A malformed expected-failures file; the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One entry: which (case, level) results are known to fail, and why."""
+
+    case: str
+    level: str
+    reason: str
+
+    def matches(self, case: str, level: str) -> bool:
+        """Whether this entry covers the result of ``case`` at ``level``."""
+        return fnmatch.fnmatchcase(case, self.case) and self.level in ("*", level)
+
+
+def load_expected(path: Optional[Path]) -> list[Expected]:
+    """Read an expected-failures file; a missing file is an empty list."""
+    if path is None or not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ExpectedError(f"{path}: not valid TOML: {error}") from None
+    entries = []
+    for index, raw in enumerate(data.get("expected", [])):
+        where = f"{path}: entry {index}"
+        for key in ("case", "level", "reason"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise ExpectedError(f"{where}: field {key!r} must be a non-empty string")
+        if raw["level"] not in (*LEVELS, "*"):
+            raise ExpectedError(f"{where}: field 'level': {raw['level']!r} is not one of {', '.join(LEVELS)} or *")
+        unknown = set(raw) - {"case", "level", "reason"}
+        if unknown:
+            raise ExpectedError(f"{where}: unexpected field {sorted(unknown)[0]!r}")
+        entries.append(Expected(raw["case"], raw["level"], raw["reason"]))
+    return entries
+
+
+def find(entries: Iterable[Expected], case: str, level: str) -> Optional[Expected]:
+    """The first entry covering (case, level), if any."""
+    return next((entry for entry in entries if entry.matches(case, level)), None)
+
+
+def write_expected(path: Path, entries: list[Expected], header: str) -> None:
+    """Write entries as TOML, atomically."""
+    from .generate import write_atomic
+
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    for entry in entries:
+        lines += [
+            "",
+            "[[expected]]",
+            f"case = {_quote(entry.case)}",
+            f"level = {_quote(entry.level)}",
+            f"reason = {_quote(entry.reason)}",
+        ]
+    write_atomic(path, "\n".join(lines) + "\n")
+
+
+def _quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    return f'"{escaped}"'

@@ -128,7 +128,7 @@ func (g *Graph) Backward(output Node, seed float64) (*PassRecord, error) {
 		nd := &g.nodes[i]
 		r := NodeRecord{Node: Node{g, i}, Operation: nd.op, Value: nd.value, Tracked: nd.tracked}
 		if nd.tracked {
-			stored := nd.stored()
+			stored := g.stored(nd)
 			total := stored + pass[i]
 			if !isFinite(total) {
 				return nil, &NonFiniteAccumulatedGradientError{Node: Node{g, i}, Stored: stored, PassAdjoint: pass[i]}
@@ -140,7 +140,7 @@ func (g *Graph) Backward(output Node, seed float64) (*PassRecord, error) {
 	// Every check passed: commit.
 	for _, r := range nodes {
 		if r.Tracked {
-			g.nodes[r.Node.i].setStored(r.StoredGradient)
+			g.setStored(&g.nodes[r.Node.i], r.StoredGradient)
 		}
 	}
 	return &PassRecord{Seed: seed, Nodes: nodes, Edges: edges}, nil
@@ -154,7 +154,7 @@ func (g *Graph) ZeroGrad(output Node) {
 	mark := g.reachable(output.i)
 	for i, ok := range mark {
 		if ok && g.nodes[i].tracked {
-			g.nodes[i].setStored(0)
+			g.setStored(&g.nodes[i], 0)
 		}
 	}
 }

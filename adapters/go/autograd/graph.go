@@ -22,20 +22,23 @@ import (
 // Graph is a tape of nodes in creation order. The zero value is an empty graph
 // ready to use. A Graph is not safe for concurrent use.
 type Graph struct {
-	nodes  []node
-	params map[*Parameter]int32
+	nodes      []node
+	params     map[*Parameter]int32 // parameter -> its node
+	parameters []*Parameter         // by node.param - 1
 }
 
 // node is one tape entry. operands and local are parallel, one entry per
 // operand slot; grad is the stored gradient of a tracked node, unless param is
-// set, in which case the stored gradient lives on the Parameter.
+// set (1 + an index into Graph.parameters), in which case the stored gradient
+// lives on that Parameter. A node holds no pointer, so the garbage collector
+// never scans the tape.
 type node struct {
 	value    float64
 	exponent float64
 	local    [2]float64
 	grad     float64
-	param    *Parameter
 	operands [2]int32
+	param    int32
 	op       Op
 	tracked  bool
 }
@@ -90,7 +93,8 @@ func (g *Graph) Param(p *Parameter) (Node, error) {
 	if !isFinite(p.Value) {
 		return Node{}, &NonFiniteLeafError{Operation: "variable", Value: p.Value}
 	}
-	n := g.push(node{value: p.Value, op: OpVariable, tracked: true, param: p})
+	g.parameters = append(g.parameters, p)
+	n := g.push(node{value: p.Value, op: OpVariable, tracked: true, param: int32(len(g.parameters))})
 	if g.params == nil {
 		g.params = make(map[*Parameter]int32)
 	}
@@ -237,11 +241,16 @@ func (n Node) Grad() (float64, bool) {
 	if !nd.tracked {
 		return 0, false
 	}
-	return nd.stored(), true
+	return n.g.stored(nd), true
 }
 
 // Parameter returns the Parameter n stands for, or nil.
-func (n Node) Parameter() *Parameter { return n.g.nodes[n.i].param }
+func (n Node) Parameter() *Parameter {
+	if p := n.g.nodes[n.i].param; p > 0 {
+		return n.g.parameters[p-1]
+	}
+	return nil
+}
 
 // String returns a short description such as "node 3 (mul)".
 func (n Node) String() string {
@@ -251,16 +260,16 @@ func (n Node) String() string {
 	return fmt.Sprintf("node %d (%s)", n.i, n.g.nodes[n.i].op)
 }
 
-func (nd *node) stored() float64 {
-	if nd.param != nil {
-		return nd.param.Grad
+func (g *Graph) stored(nd *node) float64 {
+	if nd.param > 0 {
+		return g.parameters[nd.param-1].Grad
 	}
 	return nd.grad
 }
 
-func (nd *node) setStored(v float64) {
-	if nd.param != nil {
-		nd.param.Grad = v
+func (g *Graph) setStored(nd *node, v float64) {
+	if nd.param > 0 {
+		g.parameters[nd.param-1].Grad = v
 	} else {
 		nd.grad = v
 	}

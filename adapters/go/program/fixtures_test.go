@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"testing"
@@ -87,7 +86,6 @@ func TestFixturesMatchTheReference(t *testing.T) {
 	ran := 0
 	var tapeOrderDiffers []string
 	for _, f := range fixtures {
-		f := f
 		t.Run(f.ID, func(t *testing.T) {
 			ran++
 			steps, err := Parse(f.Program, f.ID)
@@ -178,15 +176,5 @@ func TestFixturesMatchTheReference(t *testing.T) {
 	if len(tapeOrderDiffers) > 0 {
 		t.Logf("tape order differs from the canonical order (order level not compared) in %d cases: %s",
 			len(tapeOrderDiffers), strings.Join(tapeOrderDiffers, ", "))
-	}
-}
-
-// TestFixtureIDsArePaths checks the fixture folder itself: every case id is
-// its file path, so a renamed file is caught here rather than blamed on the engine.
-func TestFixtureIDsArePaths(t *testing.T) {
-	for _, f := range loadFixtures(t) {
-		if path.Clean(f.ID) != f.ID {
-			t.Errorf("fixture bug: id %q is not a clean path", f.ID)
-		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 type Machine struct {
 	Graph *autograd.Graph
 	nodes map[string]autograd.Node
-	ids   []string // in creation order
+	ids   []string // in creation order, so ids[k] is the k-th created node
 	names []string // by tape index
 }
 
@@ -53,7 +53,8 @@ func (m *Machine) Create(step Step, index int) (autograd.Node, error) {
 	case "constant":
 		n, err = g.Literal(step.Value)
 	default:
-		operands := make([]autograd.Node, len(step.Args))
+		var buf [2]autograd.Node
+		operands := buf[:len(step.Args)]
 		for slot, id := range step.Args {
 			if operands[slot], err = m.Lookup(id, index); err != nil {
 				return autograd.Node{}, err

@@ -135,7 +135,7 @@ func Close(a, b, rel, abs float64) bool {
 	if !isFinite(a) || !isFinite(b) {
 		return BitsEqual(a, b)
 	}
-	return math.Abs(a-b) <= abs+rel*math.Max(math.Abs(a), math.Abs(b))
+	return math.Abs(a-b) <= abs+float64(rel*math.Max(math.Abs(a), math.Abs(b)))
 }
 
 // UlpDistance returns how many binary64 values lie between a and b: 0 for

@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"scalarkit/autograd"
 	"scalarkit/program"
 )
 
@@ -108,7 +109,7 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 			Type:     "hello",
 			Protocol: protocolVersion,
 			Engine:   engine{Name: "go-autograd", Version: "0.1.0", Language: "go"},
-			Ops:      []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"},
+			Ops:      declaredOps(),
 			Levels:   []string{"values", "gradients", "errors", "trace", "order"},
 			Features: []string{"seed"},
 		})
@@ -125,6 +126,15 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 		fmt.Fprintf(log, "adapter: unknown request type %q\n", req.Type)
 	}
 	return false
+}
+
+// declaredOps lists the op table in the contract's order, then detach.
+func declaredOps() []string {
+	var ops []string
+	for _, op := range autograd.Ops() {
+		ops = append(ops, op.String())
+	}
+	return append(ops, "detach")
 }
 
 // runCase parses and runs one case; a panic becomes an error for that case.

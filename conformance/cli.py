@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import regen, run
+from .commands import explain, list_cases, regen, run
 
-COMMANDS = [run, regen]
+COMMANDS = [run, list_cases, explain, regen]
 
 
 class UsageError(Exception):

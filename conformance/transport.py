@@ -134,6 +134,7 @@ class SubprocessTransport:
         self.hello: Optional[Handshake] = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         self._buffer = b""
+        self._drain: Optional[threading.Thread] = None
         self.restarts = 0
 
     # -- process lifecycle ------------------------------------------------------
@@ -147,7 +148,8 @@ class SubprocessTransport:
             )
         except OSError as error:
             raise AdapterFault(f"cannot start adapter {shlex.join(self.argv)}: {error.strerror or error}") from None
-        threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True).start()
+        self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
+        self._drain.start()
         self._send({"type": "hello", "protocol": PROTOCOL_VERSION}, "before the handshake")
         reply = self._receive(self.start_timeout, "the handshake")
         return Handshake.parse(reply)
@@ -168,8 +170,8 @@ class SubprocessTransport:
             try:
                 self.hello = self._start()
             except AdapterFault as fault:
-                self._kill()
-                raise AdapterFault(fault.message, fault.stderr or self.stderr_tail()) from None
+                self._kill()  # first, so that everything the adapter logged has been read
+                raise AdapterFault(fault.message, self.stderr_tail()) from None
         return self.hello
 
     def run(self, case: str, program: Program) -> list[Any]:
@@ -180,9 +182,9 @@ class SubprocessTransport:
             reply = self._receive(self.timeout, f"case {case}")
             return self._check_result(reply, case, len(program))
         except AdapterFault as fault:
-            self._kill()
+            self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
-            raise AdapterFault(fault.message, fault.stderr or self.stderr_tail()) from None
+            raise AdapterFault(fault.message, self.stderr_tail()) from None
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it is gone."""
@@ -204,6 +206,8 @@ class SubprocessTransport:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
             pass
+        if self._drain is not None:
+            self._drain.join(timeout=2)
         for stream in (process.stdin, process.stdout, process.stderr):
             try:
                 if stream is not None:

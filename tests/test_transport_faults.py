@@ -1,0 +1,92 @@
+"""The harness survives every adapter fault: the case is charged with a clear error, the rest go on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.fixture import load_corpus
+from conformance.runner import run_adapter
+from conformance.transport import SubprocessTransport
+
+FAKE = Path(__file__).parent / "fakes" / "fault_adapter.py"
+CASES = [f for f in load_corpus() if f.id in ("repeated/x-mul-x", "seed/reused-square", "structure/diamond")]
+TARGET = "seed/reused-square"
+
+
+def run_with(fault, target=TARGET, timeout=5.0, max_line=1_000_000):
+    transport = SubprocessTransport([sys.executable, str(FAKE), fault, *([target] if target else [])], timeout=timeout)
+    transport.max_line = max_line
+    try:
+        return run_adapter("fake", transport, CASES, []), transport
+    finally:
+        transport.close()
+
+
+def outcomes(run):
+    found = {}
+    for result in run.results:
+        found.setdefault(result.case, set()).add(result.outcome)
+    return found
+
+
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("crash", "exited with status 101 during case seed/reused-square"),
+        ("hang", "timed out after 1 s waiting for the adapter during case seed/reused-square"),
+        ("garbage", "garbage on stdout during case seed/reused-square"),
+        ("partial", "it wrote a partial line"),
+        ("oversized", "oversized reply during case seed/reused-square"),
+        ("wrong-case", "reply names case 'some/other-case'"),
+        ("wrong-count", "result has 6 observations for 7 steps"),
+        ("error-reply", "the adapter could not run the case: unsupported step kind"),
+        ("log-on-stdout", "garbage on stdout"),
+    ],
+)
+def test_a_fault_in_one_case_is_charged_to_it_and_the_other_cases_still_pass(fault, message):
+    run, transport = run_with(fault, timeout=1.0 if fault == "hang" else 5.0)
+    assert outcomes(run) == {"repeated/x-mul-x": {"passed"}, TARGET: {"error"}, "structure/diamond": {"passed"}}
+    error = next(r for r in run.results if r.outcome == "error")
+    assert message in error.message
+    if fault in ("crash", "garbage", "hang"):
+        assert "about to misbehave on seed/reused-square" in error.message  # the stderr tail is shown
+    if fault != "log-on-stdout":
+        assert transport.restarts == 1
+
+
+def test_a_crash_shows_the_tail_of_stderr():
+    run, _ = run_with("crash")
+    error = next(r for r in run.results if r.outcome == "error")
+    assert "panic: index out of range [3] with length 3" in error.message
+
+
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("exit-before-handshake", "exited with status 3 during the handshake"),
+        ("wrong-version", "wrong protocol version: the adapter speaks 99, the harness speaks 1"),
+        ("bad-hello", "hello: field 'ops': unknown 'sqrt'"),
+    ],
+)
+def test_a_handshake_fault_errors_every_case_without_hanging(fault, message):
+    run, _ = run_with(fault, target=None)
+    assert {r.outcome for r in run.results} == {"error"}
+    assert all(message in r.message for r in run.results)
+    if fault == "exit-before-handshake":
+        assert "fatal: cannot initialise the engine" in run.results[0].message
+
+
+def test_an_adapter_that_cannot_be_started_is_an_error_not_an_exception():
+    transport = SubprocessTransport(["/nonexistent/adapter"], timeout=1)
+    run = run_adapter("missing", transport, CASES + CASES, [])
+    assert {r.outcome for r in run.results} == {"error"}
+    assert "cannot start adapter /nonexistent/adapter" in run.results[0].message
+    assert "not started again after 3 failed starts" in run.results[-1].message
+
+
+def test_a_healthy_adapter_stays_one_process_for_many_cases():
+    run, transport = run_with("crash", target="no/such-case")
+    assert {r.outcome for r in run.results} == {"passed"} and transport.restarts == 0

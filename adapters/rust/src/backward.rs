@@ -75,7 +75,8 @@ impl Scalar {
         let mut pass = vec![0.0f64; topo.len()];
         let last = topo.len() - 1;
         pass[last] = seed;
-        let mut edges: Vec<EdgeRecord> = Vec::with_capacity(topo.len());
+        let edge_count = topo.iter().map(|node| node.0.arity as usize).sum();
+        let mut edges: Vec<EdgeRecord> = Vec::with_capacity(edge_count);
         for child_index in (0..topo.len()).rev() {
             let child = &topo[child_index];
             let upstream = pass[child_index];

@@ -21,13 +21,15 @@
 //! Modules: [`ops`] (the op table), [`scalar`] (nodes and operations),
 //! [`backward`] (topology, backward, zero_grad), [`record`] (the pass record),
 //! [`error`] (the typed errors), [`mod@gradcheck`] (central differences). The
-//! engine uses only `std`; [`program`] and [`wire`] run protocol programs and
-//! speak the JSON encoding, for the adapter, the benchmark and the fixture tests.
+//! engine uses only `std`; [`program`], [`execute`] and [`wire`] parse and run
+//! protocol programs and speak the JSON encoding, for the adapter, the
+//! benchmark and the fixture tests.
 
 #![deny(missing_docs)]
 
 pub mod backward;
 pub mod error;
+pub mod execute;
 pub mod gradcheck;
 pub mod ops;
 pub mod program;

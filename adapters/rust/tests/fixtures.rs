@@ -12,7 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use scalar_autodiff::program::{parse_program, run_program};
+use scalar_autodiff::execute::run_program;
+use scalar_autodiff::program::parse_program;
 use scalar_autodiff::wire::{Json, decode_float, parse};
 use serde_json::{Map, Value};
 

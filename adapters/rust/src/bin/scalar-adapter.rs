@@ -10,7 +10,8 @@
 use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};
 
-use scalar_autodiff::program::{parse_program, run_program};
+use scalar_autodiff::execute::run_program;
+use scalar_autodiff::program::parse_program;
 use scalar_autodiff::wire::{Json, parse};
 use serde_json::Value;
 

@@ -1,0 +1,358 @@
+//! Running a program on the engine and observing every step.
+//!
+//! This mirrors `conformance/execute.py`. The adapter, the benchmark and the
+//! fixture tests all run programs through this module, so what the tests check
+//! is what the harness sees. One observation per step, as JSON:
+//!
+//! ```text
+//! creation, ok:      {"value": v, "tracked": b}
+//! creation, failed:  {"error": {"kind": k, ...fields}}
+//! backward, ok:      {"gradients": {id: g, ...}, "pass": {"seed", "nodes", "edges"}}
+//! backward, failed:  {"error": {...}, "gradients": {...}}
+//! zero_grad:         {"gradients": {...}}
+//! ```
+//!
+//! `gradients` holds the stored gradient of every tracked node the program has
+//! created so far, in creation order; nodes are named by program id everywhere.
+
+use std::collections::HashMap;
+
+use crate::error::Error;
+use crate::program::{Creation, Program, ProgramError, Step};
+use crate::record::PassRecord;
+use crate::scalar::{NodeKey, Scalar};
+use crate::wire::Json;
+
+/// What one step did on the engine.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A creation step made this node.
+    Created(Scalar),
+    /// A creation step failed; no node exists for its id.
+    CreationFailed(Error),
+    /// A backward step succeeded.
+    Backward(PassRecord),
+    /// A backward step failed; no stored gradient changed.
+    BackwardFailed(Error),
+    /// A zero_grad step ran.
+    ZeroGrad,
+}
+
+/// The engine state of one running program: the node of every creation index
+/// (`None` where the creating step failed). Every run starts from a new graph.
+#[derive(Debug, Default)]
+pub struct Graph {
+    nodes: Vec<Option<Scalar>>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+
+    /// The node of a creation index, if its creating step succeeded.
+    pub fn node(&self, index: usize) -> Option<&Scalar> {
+        self.nodes.get(index).and_then(Option::as_ref)
+    }
+
+    fn lookup(
+        &self,
+        program: &Program,
+        index: usize,
+        step: usize,
+    ) -> Result<&Scalar, ProgramError> {
+        self.node(index).ok_or_else(|| {
+            ProgramError(format!(
+                "step {step}: id {:?} was never created (its creating step failed)",
+                program.ids.get(index).map_or("?", String::as_str)
+            ))
+        })
+    }
+
+    /// Run step number `step_index` of `program` on the engine.
+    ///
+    /// Fails only when the step names a node whose creating step failed.
+    pub fn execute(
+        &mut self,
+        program: &Program,
+        step_index: usize,
+    ) -> Result<Outcome, ProgramError> {
+        match &program.steps[step_index] {
+            Step::Create { creation, .. } => {
+                let created = match creation {
+                    Creation::Variable(value) => Scalar::variable(*value),
+                    Creation::Constant(value) => Scalar::constant(*value),
+                    Creation::Detach(arg) => Ok(self.lookup(program, *arg, step_index)?.detach()),
+                    Creation::Apply { op, args, exponent } => {
+                        // At most two operands: no allocation per step.
+                        let first = self.lookup(program, args[0], step_index)?;
+                        match args.get(1) {
+                            Some(&second) => {
+                                let second = self.lookup(program, second, step_index)?;
+                                Scalar::apply(*op, &[first, second], *exponent)
+                            }
+                            None => Scalar::apply(*op, &[first], *exponent),
+                        }
+                    }
+                };
+                Ok(match created {
+                    Ok(node) => {
+                        self.nodes.push(Some(node.clone()));
+                        Outcome::Created(node)
+                    }
+                    Err(error) => {
+                        self.nodes.push(None);
+                        Outcome::CreationFailed(error)
+                    }
+                })
+            }
+            Step::Backward { output, seed } => {
+                let output = self.lookup(program, *output, step_index)?;
+                Ok(match output.backward_with_seed(seed.unwrap_or(1.0)) {
+                    Ok(record) => Outcome::Backward(record),
+                    Err(error) => Outcome::BackwardFailed(error),
+                })
+            }
+            Step::ZeroGrad { output } => {
+                self.lookup(program, *output, step_index)?.zero_grad();
+                Ok(Outcome::ZeroGrad)
+            }
+        }
+    }
+}
+
+/// Execute `program` on a fresh graph and return one observation per step.
+///
+/// `record_pass` adds the pass record to each successful backward's observation
+/// (for an adapter that declares `trace` or `order`). Fails when a step names a
+/// node whose creating step failed.
+pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, ProgramError> {
+    let mut graph = Graph::new();
+    let mut names: HashMap<NodeKey, usize> = HashMap::new();
+    // Tracked nodes in creation order, for the gradients map.
+    let mut tracked: Vec<(usize, Scalar)> = Vec::new();
+    let mut observations = Vec::with_capacity(program.steps.len());
+    for step_index in 0..program.steps.len() {
+        let observation = match graph.execute(program, step_index)? {
+            Outcome::Created(node) => {
+                let Step::Create { index, .. } = &program.steps[step_index] else {
+                    unreachable!("only creation steps create nodes")
+                };
+                let observation = Json::object([
+                    ("value", Json::Float(node.value())),
+                    ("tracked", Json::Bool(node.tracks_gradient())),
+                ]);
+                if node.tracks_gradient() {
+                    tracked.push((*index, node.clone()));
+                }
+                names.insert(node.node_key(), *index);
+                observation
+            }
+            Outcome::CreationFailed(error) => {
+                Json::object([("error", error_to_json(&error, &names, program))])
+            }
+            Outcome::Backward(record) => {
+                let mut fields = vec![("gradients", gradients(&tracked, program))];
+                if record_pass {
+                    fields.push(("pass", pass_to_json(&record, &names, program)));
+                }
+                Json::object(fields)
+            }
+            Outcome::BackwardFailed(error) => Json::object([
+                ("error", error_to_json(&error, &names, program)),
+                ("gradients", gradients(&tracked, program)),
+            ]),
+            Outcome::ZeroGrad => Json::object([("gradients", gradients(&tracked, program))]),
+        };
+        observations.push(observation);
+    }
+    Ok(observations)
+}
+
+fn gradients(tracked: &[(usize, Scalar)], program: &Program) -> Json {
+    Json::Object(
+        tracked
+            .iter()
+            .map(|(index, node)| {
+                (
+                    program.ids[*index].clone(),
+                    Json::optional_float(node.gradient()),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn id_of(node: &Scalar, names: &HashMap<NodeKey, usize>, program: &Program) -> Json {
+    // Every node an error or record names was created by this program.
+    Json::Str(
+        names
+            .get(&node.node_key())
+            .map_or_else(|| "?".to_string(), |&index| program.ids[index].clone()),
+    )
+}
+
+/// The error as wire data: its kind, then its fields with nodes named by program id.
+pub fn error_to_json(error: &Error, names: &HashMap<NodeKey, usize>, program: &Program) -> Json {
+    let id = |node: &Scalar| id_of(node, names, program);
+    let operation = |operation: &crate::Operation| Json::Str(operation.name().to_string());
+    let mut fields = vec![("kind", Json::Str(error.kind().to_string()))];
+    match error {
+        Error::NonFiniteLeaf {
+            operation: op,
+            value,
+        }
+        | Error::NonFiniteResult {
+            operation: op,
+            value,
+        } => {
+            fields.extend([("operation", operation(op)), ("value", Json::Float(*value))]);
+        }
+        Error::NonFiniteLocalDerivative {
+            operation: op,
+            operand,
+            value,
+        } => fields.extend([
+            ("operation", operation(op)),
+            ("operand", Json::Int(*operand as u64)),
+            ("value", Json::Float(*value)),
+        ]),
+        Error::UntrackedOutput { operation: op } => fields.push(("operation", operation(op))),
+        Error::NonFiniteSeed { seed } => fields.push(("seed", Json::Float(*seed))),
+        Error::NonFiniteContribution {
+            child,
+            parent,
+            operand,
+            upstream,
+            local_derivative,
+        } => fields.extend([
+            ("child", id(child)),
+            ("parent", id(parent)),
+            ("operand", Json::Int(*operand as u64)),
+            ("upstream", Json::Float(*upstream)),
+            ("local_derivative", Json::Float(*local_derivative)),
+        ]),
+        Error::NonFinitePassAdjoint {
+            node,
+            previous,
+            contribution,
+        } => fields.extend([
+            ("node", id(node)),
+            ("previous", Json::Float(*previous)),
+            ("contribution", Json::Float(*contribution)),
+        ]),
+        Error::NonFiniteAccumulatedGradient {
+            node,
+            stored,
+            pass_adjoint,
+        } => fields.extend([
+            ("node", id(node)),
+            ("stored", Json::Float(*stored)),
+            ("pass_adjoint", Json::Float(*pass_adjoint)),
+        ]),
+    }
+    Json::object(fields)
+}
+
+/// The pass record as wire data, nodes in topology order, edges in processing order.
+pub fn pass_to_json(
+    record: &PassRecord,
+    names: &HashMap<NodeKey, usize>,
+    program: &Program,
+) -> Json {
+    let id = |node: &Scalar| id_of(node, names, program);
+    let nodes = record
+        .nodes
+        .iter()
+        .map(|n| {
+            Json::object([
+                ("node", id(&n.node)),
+                ("operation", Json::Str(n.operation.name().to_string())),
+                ("value", Json::Float(n.value)),
+                ("tracked", Json::Bool(n.tracked)),
+                ("pass_adjoint", Json::optional_float(n.pass_adjoint)),
+                ("stored_gradient", Json::optional_float(n.stored_gradient)),
+            ])
+        })
+        .collect();
+    let edges = record
+        .edges
+        .iter()
+        .map(|e| {
+            Json::object([
+                ("child", id(&e.child)),
+                ("parent", id(&e.parent)),
+                ("operand", Json::Int(e.operand as u64)),
+                ("local_derivative", Json::Float(e.local_derivative)),
+                ("upstream", Json::Float(e.upstream)),
+                ("contribution", Json::Float(e.contribution)),
+                ("parent_tracked", Json::Bool(e.parent_tracked)),
+                ("before", Json::optional_float(e.before)),
+                ("after", Json::optional_float(e.after)),
+            ])
+        })
+        .collect();
+    Json::object([
+        ("seed", Json::Float(record.seed)),
+        ("nodes", Json::Array(nodes)),
+        ("edges", Json::Array(edges)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::parse_program;
+    use crate::wire::parse;
+
+    fn run(text: &str) -> Result<String, ProgramError> {
+        let program = parse_program(&parse(text).unwrap(), "test")?;
+        let observations = run_program(&program, true)?;
+        Ok(Json::Array(observations).to_string())
+    }
+
+    #[test]
+    fn the_reused_square_program_observes_every_step() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","args":["x","x"]},
+            {"op":"backward","output":"s"},{"op":"zero_grad","output":"s"}]"#,
+        )
+        .unwrap();
+        assert!(out.starts_with(r#"[{"value":2.0,"tracked":true},{"value":4.0,"tracked":true},{"gradients":{"x":4.0,"s":1.0},"pass":{"seed":1.0,"#));
+        assert!(out.ends_with(r#"{"gradients":{"x":0.0,"s":0.0}}]"#));
+    }
+
+    #[test]
+    fn a_failed_creation_observes_the_error_and_creates_no_id() {
+        let out = run(r#"[{"id":"x","op":"variable","value":"inf"}]"#).unwrap();
+        assert_eq!(
+            out,
+            r#"[{"error":{"kind":"non-finite-leaf","operation":"variable","value":"inf"}}]"#
+        );
+        let error =
+            run(r#"[{"id":"x","op":"variable","value":"inf"},{"id":"y","op":"neg","args":["x"]}]"#)
+                .unwrap_err();
+        assert_eq!(
+            error.0,
+            "step 1: id \"x\" was never created (its creating step failed)"
+        );
+    }
+
+    #[test]
+    fn malformed_steps_are_program_errors() {
+        for text in [
+            r#"{"id":"x"}"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"x","op":"variable","value":1}]"#,
+            r#"[{"id":"x","op":"sqrt","args":[]}]"#,
+            r#"[{"id":"x","op":"variable","value":true}]"#,
+            r#"[{"id":"x","op":"variable","value":1,"seed":2}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":"inf"}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","args":["x"]}]"#,
+            r#"[{"op":"backward","output":"nobody"}]"#,
+            r#"[{"id":"","op":"variable","value":1}]"#,
+        ] {
+            assert!(run(text).is_err(), "{text}");
+        }
+    }
+}

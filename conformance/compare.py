@@ -102,10 +102,10 @@ class _Collector:
                 self.add(step, path, expected, actual)
                 return
             distance = ulp_distance(e, a)
-            if math.isfinite(distance):
-                self.largest_ulps = max(self.largest_ulps, distance)
             if not self.policy.agree(e, a):
                 self.add(step, path, expected, actual, distance)
+            elif math.isfinite(distance):
+                self.largest_ulps = max(self.largest_ulps, distance)
             return
         if type(expected) is not type(actual) or expected != actual:
             self.add(step, path, expected, actual)

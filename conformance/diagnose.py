@@ -28,9 +28,8 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
     for bug, description in BUGS.items():
         if bug == "recursive-topo":
             continue
-        try:
-            simulated = MutantEngine(bug).run(fixture.program)
-        except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
+        simulated = _simulate(fixture, bug)
+        if simulated is None:
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
         variant_fails = bool(compare_level(fixture, simulated, level, limit=1)[0])
@@ -38,6 +37,22 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
             if description not in found:
                 found.append(description)
     return found
+
+
+_CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}
+
+
+def _simulate(fixture: Fixture, bug: str) -> Optional[list[Any]]:
+    # A case failing at several levels is diagnosed once per level: run each variant once.
+    key = (fixture.id, fixture.provenance.get("program_sha256", ""), bug)
+    if key not in _CACHE:
+        if len(_CACHE) > 2000:
+            _CACHE.clear()
+        try:
+            _CACHE[key] = MutantEngine(bug).run(fixture.program)
+        except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
+            _CACHE[key] = None
+    return _CACHE[key]
 
 
 def diagnose_error(message: str) -> Optional[str]:

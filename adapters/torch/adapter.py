@@ -1,0 +1,94 @@
+"""PyTorch behind the adapter protocol: float64 0-dim tensors, driven as PyTorch users do.
+
+Variables are ``torch.tensor(v, dtype=float64, requires_grad=True)``,
+constants the same without ``requires_grad``, detach is ``Tensor.detach()``,
+ops are torch's own (``torch.exp``, ``torch.relu``, ``a ** c``, ...), every
+non-leaf result calls ``retain_grad()`` so its stored gradient is observable,
+and backward is ``output.backward(gradient=seed, retain_graph=True)``.
+``tracked`` is ``requires_grad``; a tracked tensor whose ``.grad`` is still
+None reports 0.0 (nothing accumulated yet). ``zero_grad(output)`` zeroes the
+``.grad`` of every tensor the program built that the output reaches.
+PyTorch raises no typed errors for inf or nan, so the adapter declares only
+the values and gradients levels. The set-up never installs torch: without it
+this adapter is reported unavailable.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from conformance.program import Program
+from conformance.serve import serve
+
+HELLO = {
+    "engine": {"name": "pytorch", "version": torch.__version__, "language": "python"},
+    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+    "levels": ["values", "gradients"],
+    "features": ["seed"],
+}
+
+OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "neg": lambda a: -a,
+    "exp": torch.exp,
+    "log": torch.log,
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "detach": lambda a: a.detach(),
+}
+
+
+def run(program: Program) -> list[dict[str, Any]]:
+    """Run one program with torch autograd and observe every step."""
+    tensors: dict[str, torch.Tensor] = {}
+    operands: dict[str, tuple[str, ...]] = {}
+    observations: list[dict[str, Any]] = []
+
+    def gradients() -> dict[str, float]:
+        return {
+            name: (0.0 if t.grad is None else t.grad.item()) for name, t in tensors.items() if t.requires_grad
+        }
+
+    for step in program:
+        if step.id is not None:
+            if step.op in ("variable", "constant"):
+                tensor = torch.tensor(step.value, dtype=torch.float64, requires_grad=step.op == "variable")
+            elif step.op == "pow":
+                tensor = tensors[step.args[0]] ** step.exponent
+            else:
+                tensor = OPS[step.op](*(tensors[name] for name in step.args))
+            if tensor.requires_grad and not tensor.is_leaf:
+                tensor.retain_grad()
+            tensors[step.id] = tensor
+            operands[step.id] = () if step.op == "detach" else step.args
+            observations.append({"value": tensor.item(), "tracked": tensor.requires_grad})
+        elif step.op == "backward":
+            seed = torch.tensor(1.0 if step.seed is None else step.seed, dtype=torch.float64)
+            tensors[step.output].backward(gradient=seed, retain_graph=True)  # type: ignore[index]
+            observations.append({"gradients": gradients()})
+        else:
+            for name in _reachable(step.output, operands):  # type: ignore[arg-type]
+                if tensors[name].grad is not None:
+                    tensors[name].grad.zero_()
+            observations.append({"gradients": gradients()})
+    return observations
+
+
+def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
+    seen, stack = {output}, [output]
+    while stack:
+        for name in operands[stack.pop()]:
+            if name not in seen:
+                seen.add(name)
+                stack.append(name)
+    return seen
+
+
+if __name__ == "__main__":
+    sys.exit(serve(HELLO, run))

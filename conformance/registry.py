@@ -105,7 +105,7 @@ class AdapterConfig:
 
     def run_build(self) -> Optional[str]:
         """Build if stale; returns None on success or the failure with the output's tail."""
-        if self.build_is_current():
+        if self.build is None or self.build_is_current():
             return None
         result = subprocess.run(
             self.build, shell=True, cwd=self.cwd, capture_output=True, text=True, env={**os.environ, **self.env}

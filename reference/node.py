@@ -190,9 +190,9 @@ class Node:
                 raise NonFiniteAccumulatedGradient(node=node, stored=stored, pass_adjoint=pass_adjoint)
             prospective.append(total)
         # Every check passed: commit.
-        for node, total in zip(topo, prospective):
-            if total is not None:
-                node._grad = total
+        for node, committed in zip(topo, prospective):
+            if committed is not None:
+                node._grad = committed
         return PassRecord(
             seed,
             tuple(

@@ -51,9 +51,7 @@ def run(program: Program) -> list[dict[str, Any]]:
     observations: list[dict[str, Any]] = []
 
     def gradients() -> dict[str, float]:
-        return {
-            name: (0.0 if t.grad is None else t.grad.item()) for name, t in tensors.items() if t.requires_grad
-        }
+        return {name: (0.0 if t.grad is None else t.grad.item()) for name, t in tensors.items() if t.requires_grad}
 
     for step in program:
         if step.id is not None:

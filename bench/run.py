@@ -1,0 +1,238 @@
+"""Benchmarks, each a ratio against a baseline measured in the same run (never a timed test).
+
+    python bench/run.py            # everything that is available here
+    python bench/run.py --quick    # smaller sizes, for a smoke run
+
+Sections:
+1. chains of 10k, 100k and 1M nodes on the reference: nodes/s stays flat (time grows linearly);
+2. an MLP-shaped graph of add/mul/relu: the reference beside micrograd 0.1.0, in one process;
+3. the same programs through the Rust and Go bench binaries, beside the reference;
+4. harness overhead: the canonical corpus in-process versus through the protocol (python adapter).
+
+Every engine runs the same program (a list of steps, the fixture format), so
+the graphs are identical by construction. Forward is the creation of every
+node, backward every backward step; parsing is never timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import reference  # noqa: E402
+from conformance.fixture import load_corpus  # noqa: E402
+from conformance.program import Program, parse_program, program_to_json  # noqa: E402
+from conformance.runner import run_adapter  # noqa: E402
+from conformance.transport import InProcessTransport, SubprocessTransport  # noqa: E402
+
+
+def chain_program(n: int) -> Program:
+    """x, then n nodes alternating +x and *0.999 (a constant), then one backward."""
+    steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 0.5}, {"id": "k", "op": "constant", "value": 0.999}]
+    previous = "x"
+    for i in range(n):
+        steps.append({"id": f"n{i}", "op": "add" if i % 2 == 0 else "mul", "args": [previous, "x" if i % 2 == 0 else "k"]})
+        previous = f"n{i}"
+    steps.append({"op": "backward", "output": previous})
+    return parse_program(steps, f"chain-{n}")
+
+
+def mlp_program(sizes: tuple[int, ...] = (16, 32, 32, 1), samples: int = 8) -> Program:
+    """An MLP (relu hidden layers, linear output) applied to ``samples`` inputs; loss = sum of outputs."""
+    steps: list[dict[str, Any]] = []
+    weights: list[list[list[str]]] = []
+    biases: list[list[str]] = []
+    for layer, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+        weights.append([])
+        biases.append([])
+        for j in range(fan_out):
+            row = []
+            for i in range(fan_in):
+                name = f"w{layer}_{j}_{i}"
+                steps.append({"id": name, "op": "variable", "value": ((i * 7 + j * 3 + layer) % 11 - 5) / 10})
+                row.append(name)
+            weights[-1].append(row)
+            steps.append({"id": f"b{layer}_{j}", "op": "variable", "value": 0.01 * (j % 5)})
+            biases[-1].append(f"b{layer}_{j}")
+    outputs = []
+    for s in range(samples):
+        activations = []
+        for i in range(sizes[0]):
+            steps.append({"id": f"x{s}_{i}", "op": "constant", "value": ((i * 5 + s) % 9 - 4) / 4})
+            activations.append(f"x{s}_{i}")
+        for layer in range(len(sizes) - 1):
+            last = layer == len(sizes) - 2
+            nxt = []
+            for j, row in enumerate(weights[layer]):
+                total = biases[layer][j]
+                for i, w in enumerate(row):
+                    product = f"p{s}_{layer}_{j}_{i}"
+                    steps.append({"id": product, "op": "mul", "args": [w, activations[i]]})
+                    steps.append({"id": f"a{s}_{layer}_{j}_{i}", "op": "add", "args": [total, product]})
+                    total = f"a{s}_{layer}_{j}_{i}"
+                if not last:
+                    steps.append({"id": f"h{s}_{layer}_{j}", "op": "relu", "args": [total]})
+                    total = f"h{s}_{layer}_{j}"
+                nxt.append(total)
+            activations = nxt
+        outputs.append(activations[0])
+    loss = outputs[0]
+    for k, out in enumerate(outputs[1:]):
+        steps.append({"id": f"loss{k}", "op": "add", "args": [loss, out]})
+        loss = f"loss{k}"
+    steps.append({"op": "backward", "output": loss})
+    return parse_program(steps, "mlp")
+
+
+def time_reference(program: Program) -> dict[str, float]:
+    """Run a program on the reference: forward (node creation) and backward seconds."""
+    nodes: dict[str, reference.Node] = {}
+    records = []
+    gc.collect()
+    start = time.perf_counter()
+    for step in program:
+        if step.op == "variable":
+            nodes[step.id] = reference.variable(step.value)  # type: ignore[index,arg-type]
+        elif step.op == "constant":
+            nodes[step.id] = reference.constant(step.value)  # type: ignore[index,arg-type]
+        elif step.id is not None:
+            nodes[step.id] = reference.apply(step.op, tuple(nodes[a] for a in step.args), step.exponent)
+    middle = time.perf_counter()
+    for step in program:
+        if step.op == "backward":
+            records.append(nodes[step.output].backward())  # type: ignore[index]
+    end = time.perf_counter()
+    return {"nodes": len(nodes), "forward_seconds": middle - start, "backward_seconds": end - middle}
+
+
+def time_micrograd(program: Program) -> dict[str, float] | None:
+    """The same program on micrograd's Value, if micrograd is installed."""
+    try:
+        from micrograd.engine import Value
+    except ImportError:
+        return None
+    ops: dict[str, Callable[..., Any]] = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "relu": lambda a: a.relu()}
+    nodes: dict[str, Any] = {}
+    gc.collect()
+    start = time.perf_counter()
+    for step in program:
+        if step.op in ("variable", "constant"):
+            nodes[step.id] = Value(step.value)  # type: ignore[index]
+        elif step.id is not None:
+            nodes[step.id] = ops[step.op](*(nodes[a] for a in step.args))
+    middle = time.perf_counter()
+    for step in program:
+        if step.op == "backward":
+            nodes[step.output].backward()  # type: ignore[index]
+    end = time.perf_counter()
+    return {"nodes": len(nodes), "forward_seconds": middle - start, "backward_seconds": end - middle}
+
+
+def native_binaries() -> dict[str, list[str]]:
+    """The Rust and Go bench binaries, built here if their toolchains exist."""
+    found: dict[str, list[str]] = {}
+    if shutil.which("cargo"):
+        subprocess.run(
+            ["cargo", "build", "--release", "--quiet", "--bin", "scalar-bench"], cwd=ROOT / "adapters/rust", check=True
+        )
+        found["rust"] = [str(ROOT / "adapters/rust/target/release/scalar-bench")]
+    if shutil.which("go"):
+        subprocess.run(["go", "build", "-o", "bin/bench", "./cmd/bench"], cwd=ROOT / "adapters/go", check=True)
+        found["go"] = [str(ROOT / "adapters/go/bin/bench")]
+    return found
+
+
+def time_native(command: list[str], program: Program, folder: Path) -> dict[str, float]:
+    """Run a bench binary on a program file; it prints one JSON line of timings."""
+    path = folder / "program.json"
+    path.write_text(json.dumps(program_to_json(program)))
+    out = subprocess.run([*command, str(path)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def rate(timing: dict[str, float]) -> float:
+    """Nodes per second, forward and backward together."""
+    return timing["nodes"] / (timing["forward_seconds"] + timing["backward_seconds"])
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run every section and print its Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    args = parser.parse_args()
+    sizes = [1_000, 10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
+
+    print("## Reference: chains (time must grow linearly, so nodes/s stays flat)\n")
+    rows, base = [], None
+    for n in sizes:
+        timing = time_reference(chain_program(n))
+        base = base or rate(timing)
+        seconds = timing["forward_seconds"] + timing["backward_seconds"]
+        rows.append([f"{n:,}", f"{seconds:.2f} s", f"{rate(timing):,.0f}", f"{rate(timing) / base:.2f}"])
+    print(table(["chain nodes", "forward + backward", "nodes/s", "nodes/s vs smallest"], rows))
+
+    mlp = mlp_program()
+    print("\n## MLP-shaped graph (add/mul/relu), reference beside micrograd 0.1.0, same process\n")
+    ref = time_reference(mlp)
+    rows = [["reference", f"{ref['nodes']:,}", f"{rate(ref):,.0f}", "1.00"]]
+    micro = time_micrograd(mlp)
+    if micro:
+        rows.append(["micrograd 0.1.0", f"{micro['nodes']:,}", f"{rate(micro):,.0f}", f"{rate(micro) / rate(ref):.2f}"])
+    print(table(["engine", "nodes", "nodes/s", "vs reference"], rows))
+
+    binaries = native_binaries()
+    if binaries:
+        print("\n## Ports: the same programs through the Rust and Go bench binaries\n")
+        chain = chain_program(sizes[-1])
+        ref_chain = time_reference(chain)
+        rows = [["reference (Python)", f"{rate(ref_chain):,.0f}", "1.00", f"{rate(ref):,.0f}", "1.00"]]
+        with tempfile.TemporaryDirectory() as folder:
+            for name, command in binaries.items():
+                c = time_native(command, chain, Path(folder))
+                m = time_native(command, mlp, Path(folder))
+                rows.append(
+                    [name, f"{rate(c):,.0f}", f"{rate(c) / rate(ref_chain):.1f}", f"{rate(m):,.0f}", f"{rate(m) / rate(ref):.1f}"]
+                )
+        print(table(["engine", f"{sizes[-1]:,}-chain nodes/s", "vs reference", "MLP nodes/s", "vs reference"], rows))
+
+    print("\n## Harness overhead: the canonical corpus in-process versus through the protocol\n")
+    corpus = load_corpus()
+    rows = []
+    timings = {}
+    for label, transport in (
+        ("in-process (reference called directly)", InProcessTransport()),
+        ("protocol (python adapter subprocess)", SubprocessTransport([sys.executable, str(ROOT / "adapters/python/adapter.py")])),
+    ):
+        start = time.perf_counter()
+        run = run_adapter("bench", transport, corpus, [])  # type: ignore[arg-type]
+        timings[label] = time.perf_counter() - start
+        transport.close()
+        assert not run.unexpected, [r.message for r in run.unexpected]
+    base_seconds = timings["in-process (reference called directly)"]
+    for label, seconds in timings.items():
+        rows.append(
+            [label, f"{len(corpus)}", f"{seconds:.2f} s", f"{len(corpus) / seconds:.1f}", f"{seconds / base_seconds:.2f}"]
+        )
+    print(table(["transport", "cases", "time", "cases/s", "time vs in-process"], rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -51,7 +51,7 @@ class Difference:
         """One line: step, path, expected, actual, ulp distance."""
         text = f"step {self.step}: {self.path}: expected {_show(self.expected)}, got {_show(self.actual)}"
         if self.ulps is not None and math.isfinite(self.ulps):
-            text += f" ({self.ulps:.0f} ulp apart)"
+            text += f" ({self.ulps:.0f} ulp apart)" if self.ulps < 1e6 else f" ({self.ulps:.1e} ulp apart)"
         if self.note:
             text += f"; {self.note}"
         return text

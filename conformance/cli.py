@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import explain, list_cases, regen, run
+from .commands import explain, fuzz, list_cases, regen, run
 
-COMMANDS = [run, list_cases, explain, regen]
+COMMANDS = [run, list_cases, explain, regen, fuzz]
 
 
 class UsageError(Exception):

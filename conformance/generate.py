@@ -102,12 +102,13 @@ def load_toml_cases(path: Path) -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
-    from .cases import families
+    from .cases import families, regressions
 
     cases: list[Case] = []
     for path in sorted(CASES_DIR.glob("*.toml")):
         cases.extend(load_toml_cases(path))
     cases.extend(families.cases())
+    cases.extend(regressions.cases())
     seen: dict[str, str] = {}
     for case in cases:
         if case.id in seen:
@@ -252,6 +253,15 @@ def write(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
     return drift
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write text to path through a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -259,6 +269,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
+        os.chmod(temp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -20,10 +20,15 @@ from .program import DECLARABLE_OPS, Program, parse_program
 
 #: Leaf values: ordinary numbers plus the edges that trigger overflow, underflow and zero.
 LEAF_VALUES = st.one_of(
-    st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5, 1e-300, 5e-324, 1e300, 1e308, -1e308, 709.0, 1000.0]),
+    # The last three are the only way to see non-finite-leaf.
+    st.sampled_from(
+        [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5, 1e-300, 5e-324, 1e300, 1e308, -1e308, 709.0, 1000.0]
+        + [float("inf"), float("-inf"), float("nan")]
+    ),
     st.floats(min_value=-4.0, max_value=4.0, allow_nan=False, allow_infinity=False),
 )
-SEEDS = st.sampled_from([1.0, 0.0, -1.0, 0.5, 2.0, 1e300, 1e10, float("inf"), float("nan")])
+#: Seeds: ordinary ones, huge ones (whose contributions, sums and accumulated gradients overflow) and non-finite ones.
+SEEDS = st.sampled_from([1.0, 0.0, -1.0, 0.5, 2.0, 1e300, 1e308, -1e308, 1e10, float("inf"), float("nan")])
 EXPONENTS = st.sampled_from([0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -0.5, 1.5])
 
 
@@ -35,11 +40,16 @@ def programs(
     max_steps: int = 24,
     seeds: bool = True,
     extreme: bool = True,
+    failures: bool = True,
 ) -> Program:
     """A random valid program over ``ops`` (a subset of the declarable ops).
 
     ``seeds=False`` keeps every backward at seed 1; ``extreme=False`` keeps leaf
     values ordinary (no overflow-triggering magnitudes, no non-finite seeds).
+    ``failures=False`` leaves out every step that fails on the reference (a
+    creation error or a failed backward), for engines that do not report typed
+    errors; the backwards and zero_grads are then run while drawing, because
+    whether a backward fails depends on the gradients stored before it.
     """
     values = LEAF_VALUES if extreme else st.floats(min_value=-3.0, max_value=3.0, allow_nan=False, allow_infinity=False)
     usable = [op for op in ops if op in DECLARABLE_OPS]
@@ -48,7 +58,15 @@ def programs(
     count = draw(st.integers(min_value=1, max_value=max_steps))
     for index in range(count):
         name = f"n{index}"
-        choice = draw(st.sampled_from(["leaf", "leaf", "op", "op", "op", "backward", "zero_grad"]))
+        choice = draw(st.sampled_from(["leaf", "leaf", "op", "op", "op", "backward", "zero_grad", "again"]))
+        backwards = [step for step in steps if step["op"] == "backward"]
+        if choice == "again" and backwards:
+            # The same backward once more: accumulation, stale intermediates, overflowing sums.
+            if failures or _succeeds(nodes[backwards[-1]["output"]], backwards[-1]):
+                steps.append(dict(backwards[-1]))
+            continue
+        if choice == "again":
+            choice = "backward"
         if choice == "leaf" or not nodes or (choice == "op" and not usable):
             kind = draw(st.sampled_from(["variable", "variable", "constant"]))
             value = draw(values)
@@ -73,19 +91,31 @@ def programs(
                     step["exponent"] = exponent
                 node = _attempt(reference.apply, op, tuple(nodes[a] for a in args), exponent)
         else:
-            output = draw(st.sampled_from(list(nodes)))
+            # Mostly a recent tracked node (a backward that can succeed), sometimes any node at all.
+            tracked = [name for name, node in nodes.items() if node.tracked][-3:]
+            output = draw(
+                st.one_of(st.sampled_from(tracked), st.sampled_from(list(nodes))) if tracked else st.sampled_from(list(nodes))
+            )
             step = {"op": choice, "output": output}
             if choice == "backward" and seeds and draw(st.booleans()):
                 seed = draw(SEEDS if extreme else st.sampled_from([0.0, -1.0, 0.5, 2.0]))
                 step["seed"] = seed
-            steps.append(step)
+            if failures or _succeeds(nodes[output], step):
+                steps.append(step)
             continue
-        steps.append(step)
         # A creation that fails at run time stays in the program (it tests the error) but is never named.
         if node is not None:
             nodes[name] = node
+        if node is not None or failures:
+            steps.append(step)
     if not any(step["op"] == "backward" for step in steps) and nodes:
-        steps.append({"op": "backward", "output": list(nodes)[-1]})
+        last = list(nodes)[-1]
+        if failures:
+            steps.append({"op": "backward", "output": last})
+        else:
+            tracked = [name for name, node in nodes.items() if node.tracked]
+            if tracked and _succeeds(nodes[tracked[-1]], {"op": "backward", "output": tracked[-1]}):
+                steps.append({"op": "backward", "output": tracked[-1]})
     return parse_program(steps, "generated program")
 
 
@@ -94,3 +124,15 @@ def _attempt(make: Any, *args: Any) -> Optional[Node]:
         return make(*args)  # type: ignore[no-any-return]
     except EngineError:
         return None
+
+
+def _succeeds(output: Node, step: dict[str, Any]) -> bool:
+    # Run the gradient step on the drawn graph, so later steps see the stored gradients it leaves.
+    try:
+        if step["op"] == "zero_grad":
+            output.zero_grad()
+        else:
+            output.backward(step.get("seed", 1.0))
+    except EngineError:
+        return False
+    return True

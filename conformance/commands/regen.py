@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     expected = generate(all_cases(), root)
     drift = compare(expected, root) if args.check else write(expected, root)
     if drift.clean:
-        print(f"fixtures are up to date ({len(expected)} cases in {root})")
+        print(f"fixtures are up to date ({len(expected)} files in {root})")
         return 0
     for label, paths in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
         for path in paths:

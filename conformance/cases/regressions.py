@@ -1,0 +1,50 @@
+"""Regression cases found by differential fuzzing (``conformance fuzz --save``).
+
+Each file in ``conformance/cases/regressions/`` holds one minimal program as a
+JSON list of steps, named by the first 12 hex digits of the program's sha256
+(``conformance.program.program_hash``); its case id is ``regressions/<name>``.
+The name is checked against the content, so an edited program cannot keep an
+id that no longer describes it: delete the file and save the new program.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..generate import Case, CaseError
+from ..program import ProgramError, parse_program, program_hash
+from ..wire import loads
+
+FOLDER = Path(__file__).resolve().parent / "regressions"
+#: The id's hash prefix, in hex digits.
+HASH_DIGITS = 12
+
+
+def load_case(path: Path) -> Case:
+    """One regression case from its file; raise CaseError naming the file on any defect."""
+    source = f"conformance/cases/regressions/{path.name}"
+    try:
+        raw = loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise CaseError(f"{source}: cannot read: {error}") from None
+    except ValueError as error:
+        raise CaseError(f"{source}: not valid JSON: {error}") from None
+    try:
+        program = parse_program(raw, source)
+    except ProgramError as error:
+        raise CaseError(str(error)) from None
+    digest = program_hash(program)[:HASH_DIGITS]
+    if path.stem != digest:
+        raise CaseError(f"{source}: the program's hash starts {digest}, not {path.stem}: the file was edited or renamed")
+    return Case(
+        f"regressions/{digest}",
+        f"A minimal program on which differential fuzzing (conformance fuzz) found an engine diverging from the reference "
+        f"({len(program)} steps).",
+        program,
+        source,
+    )
+
+
+def cases(folder: Path = FOLDER) -> list[Case]:
+    """Every regression case, sorted by id."""
+    return [load_case(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []

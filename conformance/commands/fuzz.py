@@ -1,0 +1,151 @@
+"""``conformance fuzz``: differential fuzzing of one adapter against the reference.
+
+Random programs run on the reference and on the adapter; the first divergence
+is shrunk to a minimal program and printed with its first difference and the
+likely bug. ``--save`` keeps it as a regression case and generates its
+fixture. Exit 0 when no divergence was found, 1 when one was (or the adapter
+could not start or build), 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..fixture import FIXTURES_DIR, LEVELS
+from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
+from ..registry import REGISTRY
+from ..transport import AdapterFault, SubprocessTransport
+from .run import choose_adapters
+
+
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Declare the subcommand."""
+    parser = subparsers.add_parser("fuzz", help="differential fuzzing: random programs on the reference and one adapter")
+    parser.add_argument("--adapter", action="append", metavar="NAME", help="the registered adapter to fuzz")
+    parser.add_argument("--command", metavar="CMD", help="fuzz an unregistered adapter command ad hoc")
+    parser.add_argument("--examples", type=int, default=200, metavar="N", help="programs to try (default 200)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed; a run is reproducible (default 0)")
+    parser.add_argument("--max-steps", type=int, default=24, metavar="N", help="longest program drawn (default 24)")
+    parser.add_argument(
+        "--level",
+        dest="levels",
+        action="append",
+        choices=LEVELS,
+        metavar="LEVEL",
+        help="compare only this level (repeatable; default: every level the adapter declares)",
+    )
+    parser.add_argument(
+        "--skip-level",
+        action="append",
+        choices=LEVELS,
+        default=[],
+        metavar="LEVEL",
+        help="do not compare this level (repeatable), e.g. order for an engine that walks its tape",
+    )
+    parser.add_argument(
+        "--database",
+        type=Path,
+        metavar="DIR",
+        help="hypothesis example database folder, shared by CI shards (default: none, the run depends only on --seed)",
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-program timeout (default 10)")
+    parser.add_argument("--save", action="store_true", help="keep the minimal program as a regression case and fixture")
+    parser.add_argument("--cases-dir", type=Path, default=REGRESSIONS_CASES_DIR, help="where --save writes the case")
+    parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="where --save writes the fixture")
+    parser.add_argument("--registry", type=Path, default=REGISTRY, help="adapter registry (default: adapters/adapters.toml)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fuzz, report, save on request; return the exit code."""
+    from ..cli import UsageError
+
+    if args.examples < 1:
+        raise UsageError(f"--examples {args.examples}: must be at least 1")
+    if args.max_steps < 1:
+        raise UsageError(f"--max-steps {args.max_steps}: must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: must be positive")
+    if bool(args.command) == bool(args.adapter) or (args.adapter and len(args.adapter) > 1):
+        raise UsageError("fuzz needs exactly one adapter: --adapter NAME or --command CMD")
+    (adapter,) = choose_adapters(argparse.Namespace(**{**vars(args), "expected_failures": None}))
+    missing = adapter.missing()
+    if missing:
+        print(f"{adapter.name}: unavailable: {missing}")
+        return 1
+    failure = adapter.run_build()
+    if failure:
+        print(f"BUILD FAILED {adapter.name}: {failure}")
+        return 1
+    transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env, timeout=args.timeout)
+    try:
+        result = fuzz(
+            transport,
+            examples=args.examples,
+            seed=args.seed,
+            database=args.database,
+            max_steps=args.max_steps,
+            levels=args.levels,
+            skip=args.skip_level,
+            progress=_progress(adapter.name),
+        )
+    except AdapterFault as fault:
+        print(f"{adapter.name}: the adapter failed to start: {fault}")
+        return 1
+    finally:
+        transport.close()
+    print(_summary(adapter.name, result, args))
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.divergence is None:
+        return 0
+    print()
+    print(result.divergence.describe())
+    if args.save:
+        case, case_path, fixture_path = save_regression(result.divergence.program, args.cases_dir, args.fixtures)
+        print()
+        print(f"saved case {case.id}: {case_path}")
+        print(f"generated fixture: {fixture_path}")
+        again = f"--adapter {adapter.name}" if args.adapter else f"--command {shlex.quote(args.command)}"
+        where = "" if args.fixtures == FIXTURES_DIR else f" --fixtures {shlex.quote(str(args.fixtures))}"
+        print(f"re-run it: conformance run {again} --case {case.id}{where}")
+    return 1
+
+
+def _summary(name: str, result: FuzzResult, args: argparse.Namespace) -> str:
+    hello = result.handshake
+    skipped = [level for level in hello.levels if level not in result.levels]
+    levels = ", ".join(result.levels) + (f" (not compared: {', '.join(sorted(skipped))})" if skipped else "")
+    head = (
+        f"{name} ({hello.name} {hello.version}, {hello.language}): seed {args.seed}, levels {levels}; "
+        f"{result.calls} program(s) in {result.seconds:.1f} s, {result.rate:.1f} examples/s"
+    )
+    if result.divergence is None:
+        return f"{head}\nno divergence in {result.examples} example(s)"
+    shrunk = result.calls - result.examples
+    return f"{head}\nDIVERGENCE found after {result.first_found_at} example(s), shrunk in {shrunk} more run(s)"
+
+
+def _progress(name: str) -> Optional[Callable[[FuzzResult, bool], None]]:
+    """A one-line display of examples done and examples/s on a terminal; None (quiet) otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    shown = [0.0]
+
+    def show(result: FuzzResult, done: bool) -> None:
+        now = time.monotonic()
+        if not done and now - shown[0] < 0.2:
+            return
+        shown[0] = now
+        phase = "shrinking" if result.first_found_at is not None else "examples"
+        count = result.calls - result.examples if result.first_found_at is not None else result.examples
+        line = f"{name}: {phase} {count}, {result.rate:.1f} examples/s"
+        sys.stderr.write(f"\r\033[K{line}" if not done else "\r\033[K")
+        sys.stderr.flush()
+
+    return show

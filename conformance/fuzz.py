@@ -1,0 +1,289 @@
+"""Differential fuzzing: random programs on the reference and on an adapter, divergences shrunk.
+
+hypothesis draws programs (``conformance.strategies.programs``) over the ops
+the adapter declares; each one runs on the reference, becomes an in-memory
+fixture exactly as the generator would make it (levels and comparison policy
+included), runs once on the adapter through its transport, and is compared at
+every level both the adapter declares and the program needs. A wrong answer
+or an adapter fault (crash, hang, protocol violation) is a divergence;
+hypothesis then shrinks it to a minimal program, which ``save_regression``
+can turn into a regression case and its fixture.
+
+An adapter that does not declare the ``errors`` level only gets programs in
+which no step fails, with ordinary leaf values, as ``runner.support_gap`` would
+otherwise report every failing case as unsupported.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Flaky
+
+from .compare import Difference, compare_level
+from .diagnose import diagnose, diagnose_error
+from .fixture import FIXTURES_DIR, LEVELS, Fixture
+from .generate import Case, build_fixture, generate, write_atomic
+from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
+from .strategies import programs
+from .transport import AdapterFault, Handshake, Transport
+from .wire import to_json_ready
+
+#: The case id every fuzzed program carries on the wire.
+FUZZ_CASE = "fuzz/example"
+#: Where --save puts regression case definitions.
+REGRESSIONS_CASES_DIR = Path(__file__).resolve().parent / "cases" / "regressions"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One program on which the adapter and the reference disagree."""
+
+    program: Program
+    fixture: Fixture
+    level: str
+    difference: Optional[Difference] = None
+    fault: Optional[str] = None
+    count: int = 0
+    observations: tuple[Any, ...] = ()
+    diagnosis: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The program, one step a line, then the first difference (or the fault) and the likely bug."""
+        lines = ["minimal program:"]
+        lines += [f"  {index:>2}  {step.describe()}" for index, step in enumerate(self.program)]
+        if self.fault is not None:
+            lines.append(f"adapter fault: {self.fault}")
+        elif self.difference is not None:
+            more = f" (and {self.count - 1} more difference(s))" if self.count > 1 else ""
+            lines.append(f"first difference, level {self.level}: {self.difference.describe()}{more}")
+        lines += [f"likely bug: {text}" for text in self.diagnosis]
+        return "\n".join(lines)
+
+
+@dataclass
+class FuzzResult:
+    """What one fuzz run did and found."""
+
+    handshake: Handshake
+    levels: tuple[str, ...]
+    examples: int = 0
+    calls: int = 0
+    first_found_at: Optional[int] = None
+    seconds: float = 0.0
+    divergence: Optional[Divergence] = None
+    flaky: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        """Programs run per second, shrinking included."""
+        return self.calls / self.seconds if self.seconds > 0 else 0.0
+
+
+class _Diverged(Exception):
+    """Raised inside the hypothesis test so that it shrinks; carries the divergence."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.describe())
+        self.divergence = divergence
+
+
+def compared_levels(hello: Handshake, levels: Optional[list[str]] = None, skip: Optional[list[str]] = None) -> tuple[str, ...]:
+    """The levels a fuzz run compares: ``levels`` (default: every level the adapter declares) minus ``skip``."""
+    chosen = set(levels) if levels else set(hello.levels)
+    return tuple(level for level in LEVELS if level in chosen and level in hello.levels and level not in set(skip or ()))
+
+
+def strategy_for(hello: Handshake, levels: tuple[str, ...], max_steps: int) -> Any:
+    """Programs this adapter can run: its ops, its seed feature, failing steps only if it reports errors."""
+    errors = "errors" in levels
+    return programs(
+        [op for op in DECLARABLE_OPS if op in hello.ops],
+        max_steps=max_steps,
+        seeds="seed" in hello.features,
+        extreme=errors,
+        failures=errors,
+    )
+
+
+def examine(transport: Transport, program: Program, levels: tuple[str, ...]) -> Optional[Divergence]:
+    """Run one program on the reference and the adapter; the first divergence, or None when they agree."""
+    fixture = build_fixture(Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz"))
+    checked = [level for level in fixture.levels if level in levels]
+    try:
+        observations = transport.run(FUZZ_CASE, program)
+    except AdapterFault as fault:
+        hint = diagnose_error(str(fault))
+        return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else ())
+    for level in checked:
+        differences, _ = compare_level(fixture, observations, level)
+        if differences:
+            return Divergence(program, fixture, level, differences[0], count=len(differences), observations=tuple(observations))
+    return None
+
+
+def minimize(transport: Transport, divergence: Divergence, result: Optional[FuzzResult] = None) -> Divergence:
+    """Delete steps hypothesis left in, then name the nodes n0, n1, ...: each change kept only if it still diverges.
+
+    hypothesis shrinks values and the number of steps drawn, but it cannot
+    delete a step from the middle of a program whose later steps name ids by
+    position; this pass can. A change is kept when the divergence stays at the
+    same level (or stays a fault).
+    """
+    levels = tuple(LEVELS) if divergence.fault is None else ()
+
+    def still(program: Program) -> Optional[Divergence]:
+        if result is not None:
+            result.calls += 1
+        found = examine(transport, program, levels)
+        if found is None or found.level != divergence.level:
+            return None
+        return found
+
+    current = divergence
+    changed = True
+    while changed:
+        changed = False
+        for index in reversed(range(len(current.program))):
+            step = current.program[index]
+            rest = current.program[:index] + current.program[index + 1 :]
+            if step.id is not None and any(step.id in (*later.args, later.output) for later in rest[index:]):
+                continue
+            if not any(later.op == "backward" for later in rest):
+                continue
+            found = still(rest)
+            if found is not None:
+                current, changed = found, True
+    renamed = _renamed(current.program)
+    if renamed != current.program:
+        found = still(renamed)
+        if found is not None:
+            current = found
+    return current
+
+
+def _renamed(program: Program) -> Program:
+    names: dict[str, str] = {}
+    steps = []
+    for step in program:
+        if step.id is not None:
+            names[step.id] = f"n{len(names)}"
+        steps.append(
+            replace(
+                step,
+                id=names.get(step.id) if step.id is not None else None,
+                args=tuple(names[a] for a in step.args),
+                output=names[step.output] if step.output is not None else None,
+            )
+        )
+    return tuple(steps)
+
+
+def _with_diagnosis(divergence: Divergence) -> Divergence:
+    if divergence.fault is not None:
+        return divergence
+    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level))
+    return replace(divergence, diagnosis=found)
+
+
+def fuzz(
+    transport: Transport,
+    *,
+    examples: int = 200,
+    seed: int = 0,
+    database: Optional[Path] = None,
+    max_steps: int = 24,
+    levels: Optional[list[str]] = None,
+    skip: Optional[list[str]] = None,
+    shrink: bool = True,
+    progress: Optional[Callable[[FuzzResult, bool], None]] = None,
+) -> FuzzResult:
+    """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
+
+    Raises AdapterFault when the adapter cannot even start. ``database`` is a
+    hypothesis example database folder (shared by CI shards); None keeps none,
+    so a run depends only on ``seed``. ``shrink=False`` stops at the first
+    divergence as drawn (for measuring how soon one is found).
+    """
+    hello = transport.handshake()
+    result = FuzzResult(hello, compared_levels(hello, levels, skip))
+    latest: list[Divergence] = []
+    started = time.monotonic()
+
+    @settings(
+        max_examples=examples,
+        database=DirectoryBasedExampleDatabase(str(database)) if database is not None else None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink else ())),
+        print_blob=False,
+    )
+    @hypothesis_seed(seed)
+    @given(strategy_for(hello, result.levels, max_steps))
+    def check(program: Program) -> None:
+        result.calls += 1
+        if result.first_found_at is None:
+            result.examples += 1
+        if progress is not None:
+            result.seconds = time.monotonic() - started
+            progress(result, False)
+        divergence = examine(transport, program, result.levels)
+        if divergence is not None:
+            if result.first_found_at is None:
+                result.first_found_at = result.examples
+            latest.append(divergence)
+            raise _Diverged(divergence)
+
+    try:
+        check()
+    except _Diverged as error:
+        result.divergence = error.divergence
+    except Flaky:
+        # The adapter answered one program differently on two runs; report the last divergence seen.
+        result.flaky = True
+        result.notes.append("the adapter's answers were not reproducible (hypothesis reported the test as flaky)")
+        result.divergence = latest[-1] if latest else None
+    if result.divergence is not None:
+        if shrink:
+            result.divergence = minimize(transport, result.divergence, result)
+        result.divergence = _with_diagnosis(result.divergence)
+    result.seconds = time.monotonic() - started
+    if progress is not None:
+        progress(result, True)
+    return result
+
+
+def regression_id(program: Program) -> str:
+    """The case id of a regression: ``regressions/`` and the first 12 hex digits of the program's hash."""
+    return f"regressions/{program_hash(program)[:12]}"
+
+
+def regression_text(program: Program) -> str:
+    """A regression case file's text: the program as JSON, one step a line."""
+    steps = [json.dumps(to_json_ready(step), ensure_ascii=False, allow_nan=False) for step in program_to_json(program)]
+    return "[\n" + ",\n".join(f"  {step}" for step in steps) + "\n]\n"
+
+
+def save_regression(
+    program: Program, cases_dir: Path = REGRESSIONS_CASES_DIR, fixtures_dir: Path = FIXTURES_DIR
+) -> tuple[Case, Path, Path]:
+    """Write the program as a regression case and generate its fixture; returns the case and both paths."""
+    from .cases.regressions import load_case
+
+    case_path = cases_dir / f"{regression_id(program).split('/', 1)[1]}.json"
+    write_atomic(case_path, regression_text(program))
+    case = load_case(case_path)
+    ((fixture_path, text),) = generate([case], fixtures_dir).items()
+    write_atomic(fixture_path, text)
+    return case, case_path, fixture_path

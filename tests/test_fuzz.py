@@ -1,0 +1,163 @@
+"""Differential fuzzing finds the catalogue's bugs, shrinks them, and saves fixtures that keep catching them."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+from conformance.cases.regressions import cases as regression_cases
+from conformance.cases.regressions import load_case
+from conformance.cli import main
+from conformance.execute import run_program
+from conformance.fixture import FIXTURES_DIR, load_fixture
+from conformance.fuzz import examine, fuzz, regression_id, regression_text, save_regression
+from conformance.generate import generate
+from conformance.mutants import BUGS, MutantEngine
+from conformance.program import DECLARABLE_OPS, parse_program
+from conformance.strategies import programs
+from conformance.transport import LEVEL_NAMES, Handshake, SubprocessTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON_ADAPTER = [sys.executable, str(ROOT / "adapters" / "python" / "adapter.py")]
+
+
+def broken(bug: str) -> str:
+    return f"{sys.executable} {ROOT / 'adapters' / 'broken' / 'adapter.py'} {bug}"
+
+
+class MutantTransport:
+    """A catalogue engine called in-process: the protocol's shape without its cost."""
+
+    def __init__(self, bug, levels=LEVEL_NAMES, features=("seed",)):
+        self.engine = MutantEngine(bug)
+        self.hello = Handshake("mutant", "0", "python", frozenset(DECLARABLE_OPS), frozenset(levels), frozenset(features))
+
+    def handshake(self):
+        return self.hello
+
+    def run(self, case, program):
+        return self.engine.run(program)
+
+    def close(self):
+        pass
+
+
+def test_fuzzing_the_python_adapter_through_the_protocol_finds_no_divergence():
+    transport = SubprocessTransport(PYTHON_ADAPTER, timeout=30)
+    try:
+        result = fuzz(transport, examples=100, seed=0)
+    finally:
+        transport.close()
+    assert result.divergence is None
+    assert result.examples == 100 and result.levels == LEVEL_NAMES
+
+
+@pytest.mark.parametrize("bug", ["assign", "stale", "detach-edge", "partial-commit", "untracked-grads", "wrong-derivative-neg"])
+def test_fuzzing_a_broken_engine_through_the_protocol_finds_and_shrinks_a_divergence(bug, capsys):
+    code = main(["fuzz", "--command", broken(bug), "--examples", "300", "--seed", "0"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "DIVERGENCE found after" in out and "minimal program:" in out and "first difference, level" in out
+    assert BUGS[bug] in out  # the diagnosis names the bug
+    program = [line for line in out.splitlines() if line.startswith("  ") and line.strip()[0].isdigit()]
+    assert len(program) <= 6, out
+
+
+def test_a_saved_regression_fails_the_broken_engine_and_passes_the_reference(tmp_path, capsys):
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES_DIR, fixtures)
+    cases_dir = tmp_path / "regressions"
+    args = ["fuzz", "--command", broken("detach-edge"), "--examples", "300", "--save"]
+    assert main([*args, "--cases-dir", str(cases_dir), "--fixtures", str(fixtures)]) == 1
+    out = capsys.readouterr().out
+    (case_file,) = cases_dir.glob("*.json")
+    case = load_case(case_file)
+    assert case.id == f"regressions/{case_file.stem}" and f"saved case {case.id}" in out
+    assert f"conformance run --command '{broken('detach-edge')}' --case {case.id}" in out
+    fixture_file = fixtures / f"{case.id}.json"
+    # What --save wrote is byte for byte what regen would generate, so `regen --check` stays clean.
+    assert generate([case], fixtures) == {fixture_file: fixture_file.read_text(encoding="utf-8")}
+    assert load_fixture(fixture_file, fixtures).id == case.id
+    run = ["run", "--fixtures", str(fixtures), "--case", case.id]
+    assert main([*run, "--command", broken("detach-edge")]) == 1
+    assert main([*run, "--command", " ".join(PYTHON_ADAPTER)]) == 0
+    assert not list(Path(ROOT / "conformance" / "cases" / "regressions").glob(f"{case_file.stem}.json"))
+
+
+@pytest.mark.parametrize("bug", [bug for bug in BUGS if bug != "recursive-topo"])
+def test_within_1000_examples_the_fuzzer_finds_every_bug_of_the_catalogue(bug):
+    # recursive-topo needs a graph thousands of nodes deep, far beyond a fuzzed program; the
+    # canonical corpus catches it (structure/deep-chain-10000, tests/test_mutants.py), so the
+    # fuzzer is not needed for it.
+    result = fuzz(MutantTransport(bug), examples=1000, seed=0, shrink=False)
+    assert result.divergence is not None, f"1000 examples missed {bug}: {BUGS[bug]}"
+
+
+def test_an_engine_without_the_errors_level_only_gets_programs_that_never_fail():
+    hello_levels = ("values", "gradients", "trace", "order")
+    result = fuzz(MutantTransport(None, levels=hello_levels, features=()), examples=150, seed=3, shrink=False)
+    assert result.divergence is None and "errors" not in result.levels
+
+    @given(programs(failures=False, extreme=False, seeds=False))
+    def never_fails(program):
+        observations = run_program(program)
+        assert not any("error" in obs for obs in observations)
+        assert all(step.seed is None for step in program)
+
+    never_fails()
+
+
+def test_skipped_levels_are_not_compared():
+    program = parse_program(
+        [
+            {"id": "a", "op": "variable", "value": 1.0},
+            {"id": "b", "op": "variable", "value": 2.0},
+            {"id": "c", "op": "mul", "args": ["a", "b"]},
+            {"op": "backward", "output": "c"},
+        ],
+        "test",
+    )
+
+    class Reversed(MutantTransport):
+        def run(self, case, program):
+            observations = run_program(program)
+            observations[3]["pass"]["edges"].reverse()
+            return observations
+
+    assert examine(Reversed(None), program, LEVEL_NAMES).level == "order"
+    assert examine(Reversed(None), program, ("values", "gradients", "errors", "trace")) is None
+
+
+def test_a_crashing_adapter_is_a_divergence(capsys):
+    fake = Path(__file__).parent / "fakes" / "fault_adapter.py"
+    assert main(["fuzz", "--command", f"{sys.executable} {fake} crash fuzz/example", "--examples", "20"]) == 1
+    assert "adapter fault: the adapter exited with status 101" in capsys.readouterr().out
+
+
+def test_save_writes_the_program_under_its_hash_and_the_loader_reads_it_back(tmp_path):
+    program = parse_program([{"id": "c", "op": "constant", "value": 2.0}, {"op": "backward", "output": "c"}], "test")
+    case, case_path, fixture_path = save_regression(program, tmp_path / "cases", tmp_path / "fixtures")
+    assert case.id == regression_id(program) and case_path.read_text() == regression_text(program)
+    assert case.generator == f"conformance/cases/regressions/{case_path.name}"
+    assert [c.id for c in regression_cases(tmp_path / "cases")] == [case.id]
+    assert fixture_path == tmp_path / "fixtures" / f"{case.id}.json"
+    case_path.rename(case_path.with_name("0123456789ab.json"))
+    with pytest.raises(ValueError, match="the file was edited or renamed"):
+        regression_cases(tmp_path / "cases")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fuzz", "--adapter", "no-such-adapter"], "is not registered"),
+        (["fuzz", "--adapter", "python", "--examples", "0"], "--examples 0: must be at least 1"),
+        (["fuzz"], "exactly one adapter"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import explain, fuzz, list_cases, regen, run
+from .commands import explain, fuzz, list_cases, regen, run, train
 
-COMMANDS = [run, list_cases, explain, regen, fuzz]
+COMMANDS = [run, list_cases, explain, regen, fuzz, train]
 
 
 class UsageError(Exception):

@@ -103,12 +103,14 @@ def load_toml_cases(path: Path) -> list[Case]:
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
     from .cases import families, regressions
+    from .cases import llm as llm_family
 
     cases: list[Case] = []
     for path in sorted(CASES_DIR.glob("*.toml")):
         cases.extend(load_toml_cases(path))
     cases.extend(families.cases())
     cases.extend(regressions.cases())
+    cases.extend(llm_family.cases())
     seen: dict[str, str] = {}
     for case in cases:
         if case.id in seen:
@@ -216,6 +218,9 @@ def generate(cases: Iterable[Case], root: Path = FIXTURES_DIR) -> dict[Path, str
         except FixtureBug as error:
             raise CaseError(f"{case.generator}: case {case.id!r} produced an invalid fixture: {error}") from None
         files[root / f"{case.id}.json"] = fixture_text(fixture)
+    from .cases import llm as llm_family
+
+    files.update(llm_family.extra_files(root, files))  # the llm family's model record, not a case
     return files
 
 
@@ -235,7 +240,7 @@ class Drift:
 
 def compare(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
     """Compare generated texts with the files under root, changing nothing."""
-    present = set(fixture_paths(root)) if root.exists() else set()
+    present = set(fixture_paths(root)) | set(root.glob("llm-records/*.json")) if root.exists() else set()
     stale = [p for p in sorted(expected) if p in present and p.read_text(encoding="utf-8") != expected[p]]
     missing = [p for p in sorted(expected) if p not in present]
     extra = sorted(present - set(expected))

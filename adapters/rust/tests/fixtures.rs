@@ -409,7 +409,10 @@ fn fixture_files(dir: &Path, found: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            fixture_files(&path, found);
+            // llm-records/ holds model-level records, not cases.
+            if path.file_name().is_some_and(|name| name != "llm-records") {
+                fixture_files(&path, found);
+            }
         } else if path.extension().is_some_and(|ext| ext == "json")
             && path
                 .file_name()

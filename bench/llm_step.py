@@ -1,0 +1,121 @@
+"""Nodes per second of one tiny-GPT training step: the reference, and the Rust and Go ports.
+
+Usage: .venv/bin/python bench/llm_step.py [--repeat N] [--document WORD]
+
+One step is the forward graph of one document's loss at reference width
+(DESIGN.md 7) and its backward. The reference builds it from its own model
+code; the same graph, written as an op program (``conformance/llm.py``), goes
+to the ports' bench binaries when they have been built:
+
+    adapters/go/bin/bench              (cd adapters/go && go build -o bin/bench ./cmd/bench)
+    adapters/rust/target/release/scalar-bench   (cd adapters/rust && cargo build --release)
+
+Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``. A
+binary's nodes are the program's creation steps, which include the few
+parameters this document does not reach; the reference counts the nodes the
+loss reaches. Each engine's best of ``--repeat`` runs is shown as nodes/s and
+as a ratio to the reference measured in the same run, beside microGPT's
+250k nodes/s from DESIGN.md 8. The output is a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from conformance.llm import ProgramRecorder  # noqa: E402
+from conformance.wire import to_json_ready  # noqa: E402
+from reference.model import GPT, GPTConfig  # noqa: E402
+from reference.tokenizer import encode  # noqa: E402
+
+#: microGPT's pure-Python Value, end to end (DESIGN.md 8).
+MICROGPT_NODES_PER_SECOND = 250_000
+#: An element name of the corpus's median length (8 letters), so 9 positions.
+DOCUMENT = "hydrogen"
+BINARIES = {
+    "go": ROOT / "adapters/go/bin/bench",
+    "rust": ROOT / "adapters/rust/target/release/scalar-bench",
+}
+SEED = 42
+
+
+def reference_step(document: str) -> tuple[int, float, float]:
+    """(nodes, forward seconds, backward seconds) of one step on the reference."""
+    model = GPT.from_seed(GPTConfig(), SEED)
+    tokens = encode(document)
+    started = time.perf_counter()
+    loss = model.loss(tokens)
+    built = time.perf_counter()
+    record = loss.backward()
+    done = time.perf_counter()
+    return len(record.nodes), built - started, done - built
+
+
+def step_program(document: str) -> list[dict]:
+    """The same step as an op program: every parameter, the loss's graph, backward."""
+    model = GPT.from_seed(GPTConfig(), SEED)
+    recorder = ProgramRecorder(model.parameters())
+    loss = model.loss(encode(document))
+    recorder.graph(loss)
+    recorder.backward(loss)
+    return recorder.steps
+
+
+def run_binary(binary: Path, program_file: Path) -> tuple[str, int, float, float]:
+    """(engine, nodes, forward seconds, backward seconds) from one bench binary run."""
+    out = subprocess.run([str(binary), str(program_file)], capture_output=True, text=True, check=True, timeout=600)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return data["engine"], int(data["nodes"]), float(data["forward_seconds"]), float(data["backward_seconds"])
+
+
+def best(runs: list[tuple]) -> tuple:
+    """The run with the least forward + backward time."""
+    return min(runs, key=lambda r: r[-2] + r[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per engine; the best counts (default 3)")
+    parser.add_argument("--document", default=DOCUMENT, help=f"the training document (default {DOCUMENT!r})")
+    args = parser.parse_args()
+
+    rows: list[tuple[str, int, float, float]] = []
+    nodes, forward, backward = best([reference_step(args.document) for _ in range(args.repeat)])
+    rows.append(("reference (python)", nodes, forward, backward))
+    reference_rate = nodes / (forward + backward)
+
+    missing = []
+    with tempfile.TemporaryDirectory() as folder:
+        program_file = Path(folder) / "llm-step.json"
+        program_file.write_text(json.dumps(to_json_ready(step_program(args.document))))
+        for name, binary in BINARIES.items():
+            if not binary.exists():
+                missing.append(f"{name}: {binary.relative_to(ROOT)} not built")
+                continue
+            engine, n, f, b = best([run_binary(binary, program_file) for _ in range(args.repeat)])
+            rows.append((f"{engine} ({name})", n, f, b))
+
+    print(f"One training step at reference width: document {args.document!r}, best of {args.repeat}.\n")
+    print("| engine | nodes | forward ms | backward ms | nodes/s | vs reference | vs microGPT 250k |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for engine, n, f, b in rows:
+        rate = n / (f + b)
+        print(
+            f"| {engine} | {n:,} | {f * 1e3:,.1f} | {b * 1e3:,.1f} | {rate:,.0f} | "
+            f"{rate / reference_rate:,.2f}x | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
+        )
+    for line in missing:
+        print(f"\n(skipped {line})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,12 +22,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/torch adapters/broken
+
 lint: setup
-	$(BIN)/ruff check reference conformance tests bench adapters/python adapters/micrograd adapters/torch
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
 	$(BIN)/mypy
 
-test-python: setup
-	$(BIN)/ruff check reference conformance tests bench adapters/python
+test-python: lint
 	$(BIN)/conformance regen --check
 	$(BIN)/python -m pytest -n auto -q
 

@@ -194,6 +194,16 @@ def _errors(out: _Collector, index: int, step: Any, expected: dict[str, Any], ac
 
 
 def _pass_of(out: _Collector, index: int, expected: dict[str, Any], actual: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The actual pass record when the expected step has one and the actual one is well formed; else None.
+
+    A failed backward or a malformed record is recorded as a difference first.
+    """
+    if "pass" not in expected:
+        return None
+    if "error" in actual:
+        note = "backward failed where the reference succeeded"
+        out.add(index, f"observations[{index}].error", _MISSING, actual["error"], note=note)
+        return None
     record = actual.get("pass")
     if not isinstance(record, dict):
         out.add(index, f"observations[{index}].pass", "a pass record", record if record is not None else _MISSING)
@@ -206,13 +216,6 @@ def _pass_of(out: _Collector, index: int, expected: dict[str, Any], actual: dict
 
 
 def _trace(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    if "pass" not in expected:
-        return
-    if "error" in actual:
-        out.add(
-            index, f"observations[{index}].error", _MISSING, actual["error"], note="backward failed where the reference succeeded"
-        )
-        return
     record = _pass_of(out, index, expected, actual)
     if record is None:
         return
@@ -248,13 +251,6 @@ def _trace(out: _Collector, index: int, step: Any, expected: dict[str, Any], act
 
 
 def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    if "pass" not in expected:
-        return
-    if "error" in actual:
-        out.add(
-            index, f"observations[{index}].error", _MISSING, actual["error"], note="backward failed where the reference succeeded"
-        )
-        return
     record = _pass_of(out, index, expected, actual)
     if record is None:
         return

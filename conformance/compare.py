@@ -104,7 +104,9 @@ class _Collector:
             distance = ulp_distance(e, a)
             if not self.policy.agree(e, a):
                 self.add(step, path, expected, actual, distance)
-            elif math.isfinite(distance):
+            elif math.isfinite(distance) and e * a > 0:
+                # Pairs on both sides of zero agree only through the policy's absolute floor;
+                # their ulp distance says nothing, so they are left out of the figure.
                 self.largest_ulps = max(self.largest_ulps, distance)
             return
         if type(expected) is not type(actual) or expected != actual:

@@ -48,7 +48,7 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             hello = run.handshake
             lines.append(
                 f"{run.name}: {hello.name} {hello.version} ({hello.language}), {run.seconds:.1f} s, "
-                f"largest distance among agreeing floats: {run.largest_ulps:.0f} ulp"
+                f"largest distance among agreeing nonzero floats: {run.largest_ulps:.0f} ulp"
             )
     return "\n".join(lines)
 

@@ -150,3 +150,27 @@ def test_list_and_explain():
     assert "stored gradients: x 16.0, square 4.0, loss 2.0" in walk
     missing = conformance("explain", "reused-square")
     assert missing.returncode == 2 and "did you mean seed/reused-square" in missing.stderr
+
+
+def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise():
+    import os
+    import pty
+    import select
+
+    plain = conformance("run", "--adapter", "python", "--case", "ops/*")
+    assert "\r" not in plain.stderr and "\x1b[K" not in plain.stderr
+    master, slave = pty.openpty()
+    process = subprocess.Popen([CLI, "run", "--adapter", "python", "--case", "ops/*"], stdout=slave, stderr=slave, cwd=ROOT)
+    os.close(slave)
+    seen = b""
+    while select.select([master], [], [], 30)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed when the process exited
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert process.wait(timeout=60) == 0
+    # A short run shows only the final count (the display waits half a second before it starts).
+    assert b"\r\x1b[Kpython: 41/41" in seen

@@ -56,7 +56,7 @@ def reference_step(document: str) -> tuple[int, float, float]:
     built = time.perf_counter()
     record = loss.backward()
     done = time.perf_counter()
-    return len(record.nodes), built - started, done - built
+    return len(record.topology), built - started, done - built
 
 
 def step_program(document: str) -> list[dict]:

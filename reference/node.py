@@ -10,8 +10,10 @@ gradient, and commits only when all checks passed (DESIGN.md 3.3).
 
 from __future__ import annotations
 
+import gc
 import math
-from typing import Optional, Union
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Union
 
 from .errors import (
     NonFiniteAccumulatedGradient,
@@ -24,7 +26,7 @@ from .errors import (
     UntrackedOutput,
 )
 from .ops import OPS
-from .record import EdgeRecord, NodeRecord, PassRecord
+from .record import PassRecord
 
 _isfinite = math.isfinite
 
@@ -144,6 +146,10 @@ class Node:
         NonFinitePassAdjoint or NonFiniteAccumulatedGradient; when it raises, no
         stored gradient has changed. Returns the pass record.
         """
+        with _no_cycle_collection():
+            return self._backward(seed)
+
+    def _backward(self, seed: float) -> PassRecord:
         if not self.tracked:
             raise UntrackedOutput(operation=self.operation)
         seed = float(seed)
@@ -153,7 +159,7 @@ class Node:
         position = {node: index for index, node in enumerate(topo)}
         pass_adjoints: list[Optional[float]] = [0.0 if node.tracked else None for node in topo]
         pass_adjoints[-1] = seed
-        edges: list[EdgeRecord] = []
+        edges: list[tuple[Any, ...]] = []
         for child_index in range(len(topo) - 1, -1, -1):
             child = topo[child_index]
             upstream = pass_adjoints[child_index]
@@ -176,7 +182,7 @@ class Node:
                     pass_adjoints[parent_index] = after
                 else:
                     before = after = None
-                edges.append(EdgeRecord(child, parent, slot, local, upstream, contribution, parent.tracked, before, after))
+                edges.append((child, parent, slot, local, upstream, contribution, parent.tracked, before, after))
                 slot += 1
         prospective: list[Optional[float]] = []
         for node, pass_adjoint in zip(topo, pass_adjoints):
@@ -193,20 +199,29 @@ class Node:
         for node, committed in zip(topo, prospective):
             if committed is not None:
                 node._grad = committed
-        return PassRecord(
-            seed,
-            tuple(
-                NodeRecord(node, node.operation, node.value, node.tracked, pass_adjoint, total)
-                for node, pass_adjoint, total in zip(topo, pass_adjoints, prospective)
-            ),
-            tuple(edges),
-        )
+        return PassRecord(seed, tuple(topo), tuple(pass_adjoints), tuple(prospective), tuple(edges))
 
     def zero_grad(self) -> None:
         """Set the stored gradient of every tracked node reachable from this node to 0.0."""
-        for node in topology(self):
-            if node.tracked:
-                node._grad = 0.0
+        with _no_cycle_collection():
+            for node in topology(self):
+                if node.tracked:
+                    node._grad = 0.0
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    # A pass over a large graph allocates one small tuple per edge. Each allocation burst
+    # makes Python's cycle collector traverse the whole (acyclic) graph again, which
+    # costs more than the pass itself; the pass creates no cycles, so refcounting frees
+    # everything it drops, and the collector is paused for its duration only.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def topology(output: Node) -> list[Node]:
@@ -272,15 +287,23 @@ def apply(operation: str, operands: tuple[Node, ...], exponent: Optional[float] 
     if op.takes_exponent:
         if exponent is None or not _isfinite(exponent):
             raise ValueError(f"{operation} needs a finite constant exponent, got {exponent!r}")
-        value, locals_ = op.rule(operands[0].value, float(exponent))
+        exponent = float(exponent)
+        a = operands[0]
+        value, locals_ = op.rule(a.value, exponent)
+        tracked = a.tracked
+    elif exponent is not None:
+        raise ValueError(f"{operation} takes no exponent")
+    elif op.arity == 2:
+        a, b = operands
+        value, locals_ = op.rule(a.value, b.value)
+        tracked = a.tracked or b.tracked
     else:
-        if exponent is not None:
-            raise ValueError(f"{operation} takes no exponent")
-        value, locals_ = op.rule(*(operand.value for operand in operands))
+        a = operands[0]
+        value, locals_ = op.rule(a.value)
+        tracked = a.tracked
     if not _isfinite(value):
         raise NonFiniteResult(operation=operation, value=value)
     for slot, local in enumerate(locals_):
         if not _isfinite(local):
             raise NonFiniteLocalDerivative(operation=operation, operand=slot, value=local)
-    tracked = any(operand.tracked for operand in operands)
-    return Node(value, operation, operands, locals_, tracked, exponent if op.takes_exponent else None)
+    return Node(value, operation, operands, locals_, tracked, exponent)

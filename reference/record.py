@@ -6,8 +6,9 @@ hold node handles; the fixture layer names them by program id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from .node import Node
@@ -49,10 +50,30 @@ class EdgeRecord:
     after: Optional[float]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PassRecord:
-    """A successful backward pass: the seed, nodes in topology order, edges in processing order."""
+    """A successful backward pass: the seed, nodes in topology order, edges in processing order.
+
+    ``nodes`` and ``edges`` are built from the raw columns and rows the first
+    time they are read, so a backward whose record nobody inspects (a training
+    step) does not pay for a hundred thousand record objects.
+    """
 
     seed: float
-    nodes: tuple[NodeRecord, ...]
-    edges: tuple[EdgeRecord, ...]
+    topology: tuple["Node", ...] = field(repr=False)
+    pass_adjoints: tuple[Optional[float], ...] = field(repr=False)
+    stored_gradients: tuple[Optional[float], ...] = field(repr=False)
+    edge_rows: tuple[tuple[Any, ...], ...] = field(repr=False)
+
+    @cached_property
+    def nodes(self) -> tuple[NodeRecord, ...]:
+        """Every node of the topology, in canonical order, output last."""
+        return tuple(
+            NodeRecord(node, node.operation, node.value, node.tracked, pass_adjoint, stored)
+            for node, pass_adjoint, stored in zip(self.topology, self.pass_adjoints, self.stored_gradients)
+        )
+
+    @cached_property
+    def edges(self) -> tuple[EdgeRecord, ...]:
+        """Every operand edge, in the order backward processed them."""
+        return tuple(EdgeRecord(*row) for row in self.edge_rows)

@@ -45,6 +45,8 @@ test-go:
 
 bench: setup
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/llm_step.py --repeat 3
+	$(BIN)/python bench/fuzz_rate.py
 
 clean:
 	rm -rf $(VENV)

@@ -13,17 +13,12 @@ run's results, keeping the reasons of entries that still apply.
 from __future__ import annotations
 
 import fnmatch
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .fixture import LEVELS
+from .tomlfile import load_toml
 
 
 class ExpectedError(ValueError):
@@ -47,10 +42,7 @@ def load_expected(path: Optional[Path]) -> list[Expected]:
     """Read an expected-failures file; a missing file is an empty list."""
     if path is None or not path.exists():
         return []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ExpectedError(f"{path}: not valid TOML: {error}") from None
+    data = load_toml(path, ExpectedError)
     entries = []
     for index, raw in enumerate(data.get("expected", [])):
         where = f"{path}: entry {index}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,12 +35,8 @@ from .fixture import (
     validate_data,
 )
 from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
+from .tomlfile import load_toml
 from .wire import to_json_ready
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 ROOT = CASES_DIR.parent.parent
@@ -71,10 +66,7 @@ class CaseError(ValueError):
 def load_toml_cases(path: Path) -> list[Case]:
     """Read every ``[[case]]`` of one TOML case file."""
     source = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise CaseError(f"{source}: not valid TOML: {error}") from None
+    data = load_toml(path, CaseError, source)
     cases = []
     for index, raw in enumerate(data.get("case", [])):
         where = f"{source}: case {index}"

@@ -28,12 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .fixture import PACKAGE_ROOT
+from .tomlfile import load_toml
 
 REGISTRY = PACKAGE_ROOT / "adapters" / "adapters.toml"
 _KEYS = {"command", "description", "workdir", "build", "build_inputs", "build_output", "env", "requires", "expected_failures"}
@@ -118,12 +114,7 @@ class AdapterConfig:
 
 def load_registry(path: Path = REGISTRY) -> dict[str, AdapterConfig]:
     """Read every adapter of a registry file, or raise RegistryError naming file, adapter and field."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise RegistryError(f"{path}: cannot read the adapter registry: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise RegistryError(f"{path}: not valid TOML: {error}") from None
+    data = load_toml(path, RegistryError, f"{path}: the adapter registry")
     tables = data.get("adapter")
     if not isinstance(tables, dict):
         raise RegistryError(f"{path}: expected [adapter.NAME] tables")

@@ -123,7 +123,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Add one test per (adapter, case) before selection (-k) and xdist distribution."""
     if STATE not in config.stash:
         return
-    module = pytest.Module.from_parent(session, path=CASES_MODULE)
+    module = pytest.Module.from_parent(session, path=CASES_MODULE, nodeid="conformance")
     items.extend(item for item in module.collect() if isinstance(item, pytest.Item))
 
 

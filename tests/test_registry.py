@@ -1,0 +1,85 @@
+"""The adapter registry: builds run once and are skipped while current; env and workdir reach the adapter."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from conformance.fixture import load_corpus
+from conformance.registry import load_registry
+from conformance.runner import run_adapter
+from conformance.transport import SubprocessTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ENV_ADAPTER = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+from conformance.execute import run_program
+from conformance.program import DECLARABLE_OPS
+from conformance.serve import serve
+name = os.environ["ENGINE_NAME"] + "@" + os.path.basename(os.getcwd())
+hello = {{"engine": {{"name": name, "version": "1", "language": "python"}}, "ops": list(DECLARABLE_OPS),
+          "levels": ["values"], "features": []}}
+sys.exit(serve(hello, run_program))
+"""
+
+
+def _registry(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "adapters").mkdir(exist_ok=True)
+    path = tmp_path / "adapters" / "adapters.toml"
+    path.write_text(body)
+    return path
+
+
+def test_a_build_runs_once_and_again_only_when_an_input_changes(tmp_path):
+    engine = tmp_path / "engine"
+    (engine / "src").mkdir(parents=True)
+    (engine / "src" / "lib.txt").write_text("v1")
+    registry = _registry(
+        tmp_path,
+        '[adapter.built]\nworkdir = "engine"\ncommand = "bin/adapter"\n'
+        'build = "mkdir -p bin && cp src/lib.txt bin/adapter && echo built >> builds.log"\n'
+        'build_inputs = ["src"]\nbuild_output = "bin/adapter"\n',
+    )
+    adapter = load_registry(registry)["built"]
+    assert adapter.cwd == engine
+    assert not adapter.build_is_current()
+    assert adapter.run_build() is None
+    assert adapter.build_is_current() and adapter.run_build() is None
+    assert (engine / "builds.log").read_text().count("built") == 1
+    time.sleep(0.01)
+    (engine / "src" / "lib.txt").write_text("v2")
+    os.utime(engine / "src" / "lib.txt", (time.time() + 5, time.time() + 5))
+    assert not adapter.build_is_current()
+    assert adapter.run_build() is None
+    assert (engine / "builds.log").read_text().count("built") == 2
+
+
+def test_a_failing_build_reports_the_command_status_and_output(tmp_path):
+    registry = _registry(
+        tmp_path, '[adapter.broken]\ncommand = "x"\nbuild = "echo compiler says no >&2; exit 7"\nbuild_output = "x"\n'
+    )
+    failure = load_registry(registry)["broken"].run_build()
+    assert failure is not None
+    assert "failed with status 7" in failure and "compiler says no" in failure
+
+
+def test_env_and_workdir_reach_the_adapter_process(tmp_path):
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "adapter.py").write_text(ENV_ADAPTER)
+    registry = _registry(
+        tmp_path,
+        '[adapter.envy]\nworkdir = "work"\ncommand = "{python} adapter.py"\nenv = { ENGINE_NAME = "envy-engine" }\n',
+    )
+    adapter = load_registry(registry)["envy"]
+    assert adapter.argv()[0] == sys.executable
+    transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env)
+    try:
+        run = run_adapter("envy", transport, [f for f in load_corpus() if f.id == "repeated/x-mul-x"], [])
+    finally:
+        transport.close()
+    assert run.handshake is not None and run.handshake.name == "envy-engine@work"
+    assert [r.outcome for r in run.results if r.level == "values"] == ["passed"]

@@ -176,6 +176,22 @@ def fixture_paths(root: Path = FIXTURES_DIR) -> list[Path]:
     return sorted(p for p in root.rglob("*.json") if p.name != SCHEMA_NAME and p.relative_to(root).parts[0] != "llm-records")
 
 
+def load_corpus_reporting(root: Path = FIXTURES_DIR) -> tuple[list[Fixture], list[FixtureBug]]:
+    """Every fixture under root that loads, and a FixtureBug for each one that does not.
+
+    The runner uses this so that one broken fixture is reported as a fixture bug
+    while every other case still runs.
+    """
+    fixtures: list[Fixture] = []
+    bugs: list[FixtureBug] = []
+    for path in fixture_paths(root):
+        try:
+            fixtures.append(load_fixture(path, root))
+        except FixtureBug as bug:
+            bugs.append(bug)
+    return fixtures, bugs
+
+
 def load_corpus(root: Path = FIXTURES_DIR) -> list[Fixture]:
     """Every fixture under root, loaded and validated."""
     return [load_fixture(path, root) for path in fixture_paths(root)]

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import pytest
 
 from .expected import Expected, load_expected
-from .fixture import FIXTURES_DIR, Fixture, load_corpus
+from .fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus
 from .registry import REGISTRY, AdapterConfig, ad_hoc, load_registry
 from .runner import run_case, select
 from .transport import AdapterFault, SubprocessTransport
@@ -114,7 +114,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if expected:
             adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(Path(expected).resolve())})
         adapters.append(adapter)
-    fixtures = select(load_corpus(FIXTURES_DIR), config.getoption("conformance_case") or None, None)
+    try:
+        corpus = load_corpus(FIXTURES_DIR)
+    except FixtureBug as bug:
+        raise pytest.UsageError(f"fixture bug: {bug}") from None
+    fixtures = select(corpus, config.getoption("conformance_case") or None, None)
     config.stash[STATE] = _State(adapters, fixtures, timeout)
 
 

@@ -174,3 +174,18 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise():
     assert process.wait(timeout=60) == 0
     # A short run shows only the final count (the display waits half a second before it starts).
     assert b"\r\x1b[Kpython: 41/41" in seen
+
+
+def test_a_broken_fixture_is_a_fixture_bug_and_the_other_cases_still_run(tmp_path):
+    import shutil
+
+    root = tmp_path / "fixtures"
+    shutil.copytree(ROOT / "fixtures", root)
+    (root / "seed/detach.json").write_text('{"format": 1, "id": "seed/detach"}')
+    out = conformance("run", "--adapter", "python", "--fixtures", root, "--case", "seed/*")
+    assert out.returncode == 2
+    assert "FIXTURE BUG" in out.stdout and "seed/detach.json: at (top level): 'description' is a required property" in out.stdout
+    assert "no adapter is blamed" in out.stdout
+    import re
+
+    assert re.search(r"python\s+values\s+5\s+0\s", out.stdout)  # the five sound seed cases ran and passed

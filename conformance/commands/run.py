@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..expected import Expected, load_expected, write_expected
-from ..fixture import FIXTURES_DIR, load_corpus
+from ..fixture import FIXTURES_DIR, load_corpus_reporting
 from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
 from ..report import details_text, matrix_text, summary_line, write_json, write_junit, write_markdown
 from ..runner import AdapterRun, Result, progress_printer, run_adapter, select
@@ -83,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
     """Run, report, and return the exit code."""
     shard = parse_shard(args.shard)
     adapters = choose_adapters(args)
-    fixtures = select(load_corpus(args.fixtures), args.case, shard)
-    if not fixtures:
+    corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
+    fixtures = select(corpus, args.case, shard)
+    if not fixtures and not fixture_bugs:
         from ..cli import UsageError
 
         raise UsageError(f"no case matches {args.case}")
@@ -115,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(details)
     for failure in build_failures:
         print(f"\nBUILD FAILED {failure}")
+    for bug in fixture_bugs:
+        print(f"\nFIXTURE BUG {bug} (no adapter is blamed; regenerate with `conformance regen`)")
     print()
     print(summary_line(runs))
     if args.json:
@@ -123,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         write_junit(runs, args.junit)
     if args.markdown:
         write_markdown(runs, args.markdown)
+    if fixture_bugs:
+        return 2
     unexpected = any(run.unexpected for run in runs) or build_failures
     return 1 if unexpected and not args.update_expected else 0
 

@@ -199,20 +199,28 @@ def load_corpus(root: Path = FIXTURES_DIR) -> list[Fixture]:
 
 def fixture_text(fixture: Fixture) -> str:
     """The canonical bytes of a fixture file: deterministic, diff-friendly JSON."""
-    return _format(to_json_ready(fixture.to_json()), 0) + "\n"
+    return canonical_text(fixture.to_json())
+
+
+def canonical_text(data: Any) -> str:
+    """Deterministic, diff-friendly JSON for every generated file (fixtures and model records).
+
+    Short containers, and containers of plain values (one step, node, edge or
+    matrix row), stay on one line; longer containers of containers put one item
+    per line. Floats use the wire encoding; the text ends with a newline.
+    """
+    return _format(to_json_ready(data), 0) + "\n"
 
 
 _WIDTH = 110
 
 
 def _format(value: Any, indent: int) -> str:
-    # Short containers and records of plain values (one step, node or edge) stay on one
-    # line; long containers of containers put one item per line.
     compact = json.dumps(value, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
     if not isinstance(value, (dict, list)) or not value or len(compact) + indent <= _WIDTH:
         return compact
     items_of = value.values() if isinstance(value, dict) else value
-    if isinstance(value, dict) and not any(isinstance(item, (dict, list)) for item in items_of):
+    if not any(isinstance(item, (dict, list)) for item in items_of):
         return compact
     pad = " " * (indent + 2)
     if isinstance(value, list):

@@ -18,7 +18,6 @@ reference. ``extra_files`` produces it for ``conformance regen``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -26,10 +25,9 @@ import reference
 from reference.model import GPT, RMS_EPS, GPTConfig
 from reference.tokenizer import BOS, encode
 
-from ..fixture import Comparison
+from ..fixture import Comparison, canonical_text
 from ..generate import Case
 from ..llm import ProgramRecorder
-from ..wire import to_json_ready
 
 GENERATOR = "conformance.cases.llm"
 
@@ -198,26 +196,8 @@ def model_record() -> dict[str, Any]:
 
 
 def record_text(record: dict[str, Any]) -> str:
-    """Deterministic JSON: one matrix row per line, everything else indented, shortest round-trip numbers."""
-    return _render(to_json_ready(record), 0) + "\n"
-
-
-def _render(value: Any, indent: int) -> str:
-    if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
-        pad = " " * (indent + 2)
-        return "[\n" + ",\n".join(pad + _compact(row) for row in value) + "\n" + " " * indent + "]"
-    if isinstance(value, dict):
-        pad = " " * (indent + 2)
-        items = [f"{pad}{json.dumps(key)}: {_render(item, indent + 2)}" for key, item in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    if isinstance(value, list) and any(isinstance(item, dict) for item in value):
-        pad = " " * (indent + 2)
-        return "[\n" + ",\n".join(pad + _render(item, indent + 2) for item in value) + "\n" + " " * indent + "]"
-    return _compact(value)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
+    """Deterministic JSON in the fixtures' canonical layout: one matrix row per line."""
+    return canonical_text(record)
 
 
 def record_path(root: Path) -> Path:

@@ -26,6 +26,8 @@ from .wire import WireError, decode_float, loads, to_json_ready, ulp_distance
 FORMAT_VERSION = 1
 LEVELS = ("values", "gradients", "errors", "trace", "order")
 SCHEMA_NAME = "fixture.schema.json"
+#: The folder under fixtures/ that holds model-level records (docs/fixtures.md), not cases.
+RECORDS_DIR = "llm-records"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = PACKAGE_ROOT / "fixtures"
 
@@ -172,8 +174,13 @@ def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
 
 
 def fixture_paths(root: Path = FIXTURES_DIR) -> list[Path]:
-    """Every fixture file under root, sorted by case id (the schema file and the model records in llm-records/ excluded)."""
-    return sorted(p for p in root.rglob("*.json") if p.name != SCHEMA_NAME and p.relative_to(root).parts[0] != "llm-records")
+    """Every case file under root, sorted by case id (the schema and the model records left out)."""
+    return sorted(p for p in root.rglob("*.json") if p.name != SCHEMA_NAME and p.relative_to(root).parts[0] != RECORDS_DIR)
+
+
+def record_paths(root: Path = FIXTURES_DIR) -> list[Path]:
+    """Every model-level record under root: generated files that are not cases."""
+    return sorted((root / RECORDS_DIR).glob("*.json"))
 
 
 def load_corpus_reporting(root: Path = FIXTURES_DIR) -> tuple[list[Fixture], list[FixtureBug]]:

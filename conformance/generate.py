@@ -32,6 +32,7 @@ from .fixture import (
     FixtureBug,
     fixture_paths,
     fixture_text,
+    record_paths,
     validate_data,
 )
 from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
@@ -232,7 +233,7 @@ class Drift:
 
 def compare(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
     """Compare generated texts with the files under root, changing nothing."""
-    present = set(fixture_paths(root)) | set(root.glob("llm-records/*.json")) if root.exists() else set()
+    present = set(fixture_paths(root)) | set(record_paths(root)) if root.exists() else set()
     stale = [p for p in sorted(expected) if p in present and p.read_text(encoding="utf-8") != expected[p]]
     missing = [p for p in sorted(expected) if p not in present]
     extra = sorted(present - set(expected))

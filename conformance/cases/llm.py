@@ -25,7 +25,7 @@ import reference
 from reference.model import GPT, RMS_EPS, GPTConfig
 from reference.tokenizer import BOS, encode
 
-from ..fixture import Comparison, canonical_text
+from ..fixture import RECORDS_DIR, Comparison, canonical_text
 from ..generate import Case
 from ..llm import ProgramRecorder
 
@@ -39,7 +39,6 @@ RECORD_CONFIG = GPTConfig()
 RECORD_SEED = 42
 RECORD_DOCUMENT = "emma"
 #: Where the model-level record lives, relative to the fixtures folder.
-RECORD_FOLDER = "llm-records"
 RECORD_NAME = "reference-width.json"
 
 #: The comparison of the op-program fixtures, measured when they were made: the Rust port
@@ -202,7 +201,7 @@ def record_text(record: dict[str, Any]) -> str:
 
 def record_path(root: Path) -> Path:
     """Where the model-level record lives under a fixtures folder."""
-    return root / RECORD_FOLDER / RECORD_NAME
+    return root / RECORDS_DIR / RECORD_NAME
 
 
 def extra_files(root: Path, generated: Mapping[Path, str]) -> dict[Path, str]:

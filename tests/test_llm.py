@@ -26,7 +26,7 @@ from reference.corpus import ELEMENTS, builtin_corpus
 from reference.model import GPT, GPTConfig, init_values
 from reference.tokenizer import BOS, TokenError, decode, encode
 
-RECORD = FIXTURES_DIR / llm_cases.RECORD_FOLDER / llm_cases.RECORD_NAME
+RECORD = llm_cases.record_path(FIXTURES_DIR)
 HIGH = gmpy2.context(precision=256)
 
 

@@ -21,7 +21,7 @@ import jsonschema
 import jsonschema_rs
 
 from .program import Program, ProgramError, parse_program
-from .wire import WireError, decode_float, loads, to_json_ready, ulp_distance
+from .wire import WireError, decode_float, load_json_file, to_json_ready, ulp_distance
 
 FORMAT_VERSION = 1
 LEVELS = ("values", "gradients", "errors", "trace", "order")
@@ -133,12 +133,7 @@ def validate_data(data: Any, source: str, schema: Optional[Path] = None) -> None
 def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
     """Read, validate and parse one fixture file; raise FixtureBug on any defect."""
     source = str(path)
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise FixtureBug(f"{source}: cannot read: {error}") from None
-    except ValueError as error:
-        raise FixtureBug(f"{source}: not valid JSON: {error}") from None
+    data = load_json_file(path, FixtureBug, source)
     validate_data(data, source, schema_path(root))
     try:
         relative = path.resolve().relative_to(root.resolve()).with_suffix("").as_posix()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from pathlib import Path
 from typing import Any
 
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -68,6 +69,17 @@ def _reject_constant(name: str) -> Any:
 def loads(text: str) -> Any:
     """Parse JSON text, keeping -0 as negative zero and rejecting NaN/Infinity literals."""
     return json.loads(text, parse_int=_parse_int, parse_constant=_reject_constant)
+
+
+def load_json_file(path: Path, error: type[Exception], source: str = "") -> Any:
+    """A JSON file's data (see ``loads``), or ``error("<source>: ...")`` saying why it cannot be read."""
+    where = source or str(path)
+    try:
+        return loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as problem:
+        raise error(f"{where}: cannot read: {problem}") from None
+    except ValueError as problem:
+        raise error(f"{where}: not valid JSON: {problem}") from None
 
 
 def float_bits_equal(a: float, b: float) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..generate import Case, CaseError
 from ..program import ProgramError, parse_program, program_hash
-from ..wire import loads
+from ..wire import load_json_file
 
 FOLDER = Path(__file__).resolve().parent / "regressions"
 #: The id's hash prefix, in hex digits.
@@ -23,12 +23,7 @@ HASH_DIGITS = 12
 def load_case(path: Path) -> Case:
     """One regression case from its file; raise CaseError naming the file on any defect."""
     source = f"conformance/cases/regressions/{path.name}"
-    try:
-        raw = loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise CaseError(f"{source}: cannot read: {error}") from None
-    except ValueError as error:
-        raise CaseError(f"{source}: not valid JSON: {error}") from None
+    raw = load_json_file(path, CaseError, source)
     try:
         program = parse_program(raw, source)
     except ProgramError as error:

@@ -21,8 +21,6 @@ as a ratio to the reference measured in the same run, beside microGPT's
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from native import native_binaries, time_native  # noqa: E402
 
 from conformance.llm import ProgramRecorder  # noqa: E402
 from conformance.wire import to_json_ready  # noqa: E402
@@ -40,10 +40,6 @@ from reference.tokenizer import encode  # noqa: E402
 MICROGPT_NODES_PER_SECOND = 250_000
 #: An element name of the corpus's median length (8 letters), so 9 positions.
 DOCUMENT = "hydrogen"
-BINARIES = {
-    "go": ROOT / "adapters/go/bin/bench",
-    "rust": ROOT / "adapters/rust/target/release/scalar-bench",
-}
 SEED = 42
 
 
@@ -69,13 +65,6 @@ def step_program(document: str) -> list[dict]:
     return recorder.steps
 
 
-def run_binary(binary: Path, program_file: Path) -> tuple[str, int, float, float]:
-    """(engine, nodes, forward seconds, backward seconds) from one bench binary run."""
-    out = subprocess.run([str(binary), str(program_file)], capture_output=True, text=True, check=True, timeout=600)
-    data = json.loads(out.stdout.strip().splitlines()[-1])
-    return data["engine"], int(data["nodes"]), float(data["forward_seconds"]), float(data["backward_seconds"])
-
-
 def best(runs: list[tuple]) -> tuple:
     """The run with the least forward + backward time."""
     return min(runs, key=lambda r: r[-2] + r[-1])
@@ -92,15 +81,13 @@ def main() -> int:
     rows.append(("reference (python)", nodes, forward, backward))
     reference_rate = nodes / (forward + backward)
 
-    missing = []
     with tempfile.TemporaryDirectory() as folder:
-        program_file = Path(folder) / "llm-step.json"
-        program_file.write_text(json.dumps(to_json_ready(step_program(args.document))))
-        for name, binary in BINARIES.items():
-            if not binary.exists():
-                missing.append(f"{name}: {binary.relative_to(ROOT)} not built")
-                continue
-            engine, n, f, b = best([run_binary(binary, program_file) for _ in range(args.repeat)])
+        steps = to_json_ready(step_program(args.document))
+        for name, command in native_binaries().items():
+            timings = [time_native(command, steps, Path(folder)) for _ in range(args.repeat)]
+            engine, n, f, b = best(
+                [(t["engine"], int(t["nodes"]), float(t["forward_seconds"]), float(t["backward_seconds"])) for t in timings]
+            )
             rows.append((f"{engine} ({name})", n, f, b))
 
     print(f"One training step at reference width: document {args.document!r}, best of {args.repeat}.\n")
@@ -112,8 +99,6 @@ def main() -> int:
             f"| {engine} | {n:,} | {f * 1e3:,.1f} | {b * 1e3:,.1f} | {rate:,.0f} | "
             f"{rate / reference_rate:,.2f}x | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
         )
-    for line in missing:
-        print(f"\n(skipped {line})")
     return 0
 
 

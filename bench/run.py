@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +26,8 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from native import native_binaries, time_native  # noqa: E402
 
 import reference  # noqa: E402
 from conformance.fixture import load_corpus  # noqa: E402
@@ -139,28 +138,6 @@ def time_micrograd(program: Program) -> dict[str, float] | None:
     return {"nodes": len(nodes), "forward_seconds": middle - start, "backward_seconds": end - middle}
 
 
-def native_binaries() -> dict[str, list[str]]:
-    """The Rust and Go bench binaries, built here if their toolchains exist."""
-    found: dict[str, list[str]] = {}
-    if shutil.which("cargo"):
-        subprocess.run(
-            ["cargo", "build", "--release", "--quiet", "--bin", "scalar-bench"], cwd=ROOT / "adapters/rust", check=True
-        )
-        found["rust"] = [str(ROOT / "adapters/rust/target/release/scalar-bench")]
-    if shutil.which("go"):
-        subprocess.run(["go", "build", "-o", "bin/bench", "./cmd/bench"], cwd=ROOT / "adapters/go", check=True)
-        found["go"] = [str(ROOT / "adapters/go/bin/bench")]
-    return found
-
-
-def time_native(command: list[str], program: Program, folder: Path) -> dict[str, float]:
-    """Run a bench binary on a program file; it prints one JSON line of timings."""
-    path = folder / "program.json"
-    path.write_text(json.dumps(program_to_json(program)))
-    out = subprocess.run([*command, str(path)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def rate(timing: dict[str, float]) -> float:
     """Nodes per second, forward and backward together."""
     return timing["nodes"] / (timing["forward_seconds"] + timing["backward_seconds"])
@@ -206,8 +183,8 @@ def main() -> None:
         rows = [["reference (Python)", f"{rate(ref_chain):,.0f}", "1.00", f"{rate(ref):,.0f}", "1.00"]]
         with tempfile.TemporaryDirectory() as folder:
             for name, command in binaries.items():
-                c = time_native(command, chain, Path(folder))
-                m = time_native(command, mlp, Path(folder))
+                c = time_native(command, program_to_json(chain), Path(folder))
+                m = time_native(command, program_to_json(mlp), Path(folder))
                 rows.append(
                     [name, f"{rate(c):,.0f}", f"{rate(c) / rate(ref_chain):.1f}", f"{rate(m):,.0f}", f"{rate(m) / rate(ref):.1f}"]
                 )

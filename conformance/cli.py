@@ -40,6 +40,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from .registry import RegistryError
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(args.handler(args))
     except (UsageError, CaseError, ProgramError, RegistryError, ExpectedError) as error:

@@ -38,10 +38,19 @@ class Expected:
         return fnmatch.fnmatchcase(case, self.case) and self.level in ("*", level)
 
 
-def load_expected(path: Optional[Path]) -> list[Expected]:
-    """Read an expected-failures file; a missing file is an empty list."""
-    if path is None or not path.exists():
+def load_expected(path: Optional[Path], *, missing_ok: bool = False) -> list[Expected]:
+    """Read an expected-failures file (None: no list, no entries).
+
+    A file that is named but missing is an error: a typo in a registry or on the command line would
+    otherwise silently accept nothing and fail the gate for the wrong reason. ``missing_ok`` is for
+    ``--update-expected``, which creates the file.
+    """
+    if path is None:
         return []
+    if not path.exists():
+        if missing_ok:
+            return []
+        raise ExpectedError(f"{path}: the expected-failures file does not exist (create it, empty, or fix the path)")
     data = load_toml(path, ExpectedError)
     entries = []
     for index, raw in enumerate(data.get("expected", [])):

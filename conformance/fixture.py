@@ -29,7 +29,21 @@ SCHEMA_NAME = "fixture.schema.json"
 #: The folder under fixtures/ that holds model-level records (docs/fixtures.md), not cases.
 RECORDS_DIR = "llm-records"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-FIXTURES_DIR = PACKAGE_ROOT / "fixtures"
+#: Where a built wheel carries the corpus (setup.py copies the checkout's fixtures/ there).
+PACKAGED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def in_checkout() -> bool:
+    """True when the kit runs from its own source checkout (an editable install or the tree itself)."""
+    return (PACKAGE_ROOT / "fixtures" / SCHEMA_NAME).exists() and not (PACKAGED_FIXTURES / SCHEMA_NAME).exists()
+
+
+def default_fixtures_dir() -> Path:
+    """The corpus the kit runs by default: its checkout's fixtures/, or the copy shipped inside the package."""
+    return PACKAGE_ROOT / "fixtures" if in_checkout() else PACKAGED_FIXTURES
+
+
+FIXTURES_DIR = default_fixtures_dir()
 
 
 class FixtureBug(ValueError):

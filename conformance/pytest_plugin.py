@@ -2,45 +2,110 @@
 
     pytest --conformance-adapter rust                 # a registered adapter (repeatable)
     pytest --conformance-command "./my-adapter"       # an unregistered one
-    pytest --conformance-adapter rust -n auto --junitxml=report.xml
+    pytest --conformance-command "./my-adapter" -n auto --junitxml=conformance.xml
 
-Settings are resolved in this order: the command line, then the ini file
-(``conformance_adapters``, ``conformance_command``, ``conformance_registry``,
-``conformance_timeout``), then the defaults. Expected-failure lists are
-honoured: a listed failure is an xfail, a listed pass fails as a stale entry.
-Each pytest process (each xdist worker) keeps one adapter process per adapter.
+Every setting is declared once in OPTIONS, as a command-line option and its
+ini twin; they are resolved in this order: the command line, then the ini file,
+then the defaults. Expected-failure lists are honoured: a listed failure is an
+xfail, a listed pass fails as a stale entry. Selecting zero cases is a usage
+error naming the fixtures folder, never a green run of nothing. Each pytest
+process (each xdist worker) keeps one ``AdapterSession`` per adapter, so an
+unresponsive adapter is given up on after a few timeouts and its remaining
+tests fail at once with one diagnosis. The terminal summary shows the counts
+per adapter and level; ``--conformance-json`` writes the CLI's JSON report.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
-from .expected import Expected, load_expected
-from .fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus
-from .registry import REGISTRY, AdapterConfig, ad_hoc, load_registry
-from .runner import run_case, select
-from .transport import AdapterFault, SubprocessTransport
+from .expected import ExpectedError, load_expected
+from .fixture import LEVELS, Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
+from .runner import AdapterRun, AdapterSession, Result, select
+from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, SubprocessTransport
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
+_PROPERTY = "conformance-results"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its command-line option, its ini key, its help text and its kind."""
+
+    flag: str
+    ini: str
+    help: str
+    kind: str = "string"  # string, list (repeatable / linelist), float
+    metavar: str = "VALUE"
+
+    @property
+    def dest(self) -> str:
+        """The attribute name pytest gives the option."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+#: Every setting of the plugin; README's table of options is checked against this list by a test.
+OPTIONS = (
+    Option("--conformance-adapter", "conformance_adapters", "registered adapter to run (repeatable)", "list", "NAME"),
+    Option("--conformance-command", "conformance_command", "an unregistered adapter command to run", "string", "CMD"),
+    Option(
+        "--conformance-expected-failures",
+        "conformance_expected_failures",
+        "expected-failures file for the command",
+        "string",
+        "FILE",
+    ),
+    Option("--conformance-case", "conformance_cases", "only cases whose id matches (fnmatch; repeatable)", "list", "PATTERN"),
+    Option("--conformance-level", "conformance_levels", "only these levels (repeatable; default: all)", "list", "LEVEL"),
+    Option(
+        "--conformance-fixtures",
+        "conformance_fixtures",
+        "fixtures folder (default: the kit's corpus)",
+        "string",
+        "DIR",
+    ),
+    Option("--conformance-registry", "conformance_registry", "adapter registry (for adapter names)", "string", "FILE"),
+    Option("--conformance-timeout", "conformance_timeout", f"per-case timeout (default {CASE_TIMEOUT:g} s)", "float", "S"),
+    Option(
+        "--conformance-handshake-timeout",
+        "conformance_handshake_timeout",
+        f"seconds an adapter has to answer hello (default {HANDSHAKE_TIMEOUT:g})",
+        "float",
+        "S",
+    ),
+    Option("--conformance-json", "conformance_json", "write the JSON report of the run to this file", "string", "FILE"),
+    Option(
+        "--conformance-allow-empty",
+        "conformance_allow_empty",
+        "an empty selection of cases is not an error (true/false)",
+        "string",
+        "BOOL",
+    ),
+)
 
 
 @dataclass
 class _Engine:
     config: AdapterConfig
     unavailable: Optional[str] = None
+    session: Optional[AdapterSession] = None
     transport: Optional[SubprocessTransport] = None
-    expected: list[Expected] = field(default_factory=list)
 
 
 @dataclass
 class _State:
     adapters: list[AdapterConfig]
     fixtures: list[Fixture]
-    timeout: float
+    levels: Optional[list[str]]
+    timeout: Optional[float]
+    handshake_timeout: Optional[float]
+    json_path: Optional[Path]
     engines: dict[str, _Engine] = field(default_factory=dict)
 
     def engine(self, adapter: AdapterConfig) -> _Engine:
@@ -52,8 +117,15 @@ class _State:
                 if failure:
                     engine.unavailable = f"build failed: {failure}"
             if engine.unavailable is None:
-                engine.expected = load_expected(adapter.expected_failures_path())
-                engine.transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env, timeout=self.timeout)
+                expected = load_expected(adapter.expected_failures_path())
+                engine.transport = SubprocessTransport(
+                    adapter.argv(),
+                    cwd=adapter.cwd,
+                    env=adapter.env,
+                    timeout=self.timeout or adapter.timeout or CASE_TIMEOUT,
+                    start_timeout=self.handshake_timeout or adapter.handshake_timeout or HANDSHAKE_TIMEOUT,
+                )
+                engine.session = AdapterSession(adapter.name, engine.transport, expected)
             self.engines[adapter.name] = engine
         return self.engines[adapter.name]
 
@@ -62,64 +134,91 @@ STATE = pytest.StashKey[_State]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Declare the options, each once, with its help text and ini twin."""
+    """Declare every option of OPTIONS once, with its help text and ini twin."""
     group = parser.getgroup("conformance", "scalar autodiff conformance")
-    group.addoption(
-        "--conformance-adapter",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="run the fixtures against this registered adapter (repeatable)",
-    )
-    group.addoption("--conformance-command", default=None, metavar="CMD", help="run the fixtures against this adapter command")
-    group.addoption(
-        "--conformance-expected-failures", default=None, metavar="FILE", help="expected-failures file for --conformance-command"
-    )
-    group.addoption(
-        "--conformance-case", action="append", default=[], metavar="PATTERN", help="only cases whose id matches (fnmatch)"
-    )
-    group.addoption(
-        "--conformance-registry",
-        default=None,
-        metavar="FILE",
-        help="adapter registry (default: the kit's adapters/adapters.toml)",
-    )
-    group.addoption("--conformance-timeout", default=None, type=float, metavar="SECONDS", help="per-case timeout (default 60)")
-    parser.addini("conformance_adapters", "registered adapters to run", type="linelist", default=[])
-    parser.addini("conformance_command", "an adapter command to run", default="")
-    parser.addini("conformance_registry", "adapter registry file", default="")
-    parser.addini("conformance_timeout", "per-case timeout in seconds", default="60")
+    for option in OPTIONS:
+        if option.kind == "list":
+            group.addoption(option.flag, action="append", default=[], metavar=option.metavar, help=option.help)
+            parser.addini(option.ini, option.help, type="linelist", default=[])
+        else:
+            group.addoption(option.flag, default=None, metavar=option.metavar, help=option.help)
+            parser.addini(option.ini, option.help, default="")
+
+
+def setting(config: pytest.Config, flag: str) -> Any:
+    """One setting: the command line, else the ini file, else empty (None or [])."""
+    option = next(o for o in OPTIONS if o.flag == flag)
+    value = config.getoption(option.dest) or config.getini(option.ini)
+    if option.kind == "list":
+        return list(value or [])
+    if not value:
+        return None
+    if option.kind == "float":
+        try:
+            number = float(value)
+        except ValueError:
+            raise pytest.UsageError(f"{flag} / {option.ini}: {value!r} is not a number of seconds") from None
+        if not number > 0:
+            raise pytest.UsageError(f"{flag} / {option.ini}: {value!r} must be positive")
+        return number
+    return str(value)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve the settings; stash them when conformance tests were asked for."""
-    names = config.getoption("conformance_adapter") or config.getini("conformance_adapters")
-    command = config.getoption("conformance_command") or config.getini("conformance_command") or None
+    names = setting(config, "--conformance-adapter")
+    command = setting(config, "--conformance-command")
     if not names and not command:
         return
-    registry_path = Path(config.getoption("conformance_registry") or config.getini("conformance_registry") or REGISTRY)
-    timeout = config.getoption("conformance_timeout") or float(config.getini("conformance_timeout"))
+    registry_path = Path(setting(config, "--conformance-registry") or REGISTRY)
     adapters: list[AdapterConfig] = []
-    if names:
-        registry = load_registry(registry_path)
-        for name in names:
-            if name not in registry:
-                raise pytest.UsageError(
-                    f"--conformance-adapter {name!r} is not registered in {registry_path} (known: {', '.join(registry)})"
-                )
-            adapters.append(registry[name])
-    if command:
-        adapter = ad_hoc(command)
-        expected = config.getoption("conformance_expected_failures")
-        if expected:
-            adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(Path(expected).resolve())})
-        adapters.append(adapter)
     try:
-        corpus = load_corpus(FIXTURES_DIR)
+        if names:
+            if not registry_path.exists():
+                raise pytest.UsageError(f"--conformance-adapter needs a registry: {registry_path} does not exist")
+            registry = load_registry(registry_path)
+            for name in names:
+                if name not in registry:
+                    raise pytest.UsageError(
+                        f"--conformance-adapter {name!r} is not registered in {registry_path} (known: {', '.join(registry)})"
+                    )
+                adapters.append(registry[name])
+        if command:
+            adapter = ad_hoc(command)
+            expected = setting(config, "--conformance-expected-failures")
+            if expected:
+                adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(Path(expected).resolve())})
+                load_expected(adapter.expected_failures_path())  # a bad or missing file is a usage error, now
+            adapters.append(adapter)
+    except (RegistryError, ExpectedError) as error:
+        raise pytest.UsageError(str(error)) from None
+    levels = setting(config, "--conformance-level") or None
+    for level in levels or []:
+        if level not in LEVELS:
+            raise pytest.UsageError(f"--conformance-level {level!r}: not a level (levels: {', '.join(LEVELS)})")
+    fixtures_dir = Path(setting(config, "--conformance-fixtures") or default_fixtures_dir())
+    try:
+        corpus = load_corpus(fixtures_dir)
     except FixtureBug as bug:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
-    fixtures = select(corpus, config.getoption("conformance_case") or None, None)
-    config.stash[STATE] = _State(adapters, fixtures, timeout)
+    patterns = setting(config, "--conformance-case") or None
+    fixtures = select(corpus, patterns, None)
+    allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")
+    if not fixtures and not allow_empty:
+        from .commands.run import empty_selection_message
+
+        raise pytest.UsageError(empty_selection_message(fixtures_dir, len(corpus), patterns, None))
+    json_path = setting(config, "--conformance-json")
+    state = _State(
+        adapters,
+        fixtures,
+        levels,
+        setting(config, "--conformance-timeout"),
+        setting(config, "--conformance-handshake-timeout"),
+        Path(json_path) if json_path else None,
+    )
+    config.stash[STATE] = state
+    config.pluginmanager.register(_Gatherer(state), "conformance-gatherer")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -150,17 +249,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fixture) -> None:
     """Run one case and report each level as a subtest (called by the generated test)."""
-    engine = request.config.stash[STATE].engine(adapter)
+    state = request.config.stash[STATE]
+    engine = state.engine(adapter)
     if engine.unavailable:
         pytest.skip(f"{adapter.name}: unavailable: {engine.unavailable}")
-    assert engine.transport is not None
-    try:
-        hello = engine.transport.handshake()
-    except AdapterFault as fault:
-        pytest.fail(f"error: {adapter.name} failed to start: {fault}", pytrace=False)
-    results = run_case(adapter.name, engine.transport, hello, fixture, engine.expected)
+    assert engine.session is not None
+    was_down = engine.session.down is not None
+    results = engine.session.run_case(fixture)
+    if state.levels:
+        results = [r for r in results if r.level in state.levels]
+    down = engine.session.down
+    request.node.user_properties.append(
+        (
+            _PROPERTY,
+            json.dumps(
+                {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
+            ),
+        )
+    )
+    if down is not None and was_down:
+        pytest.fail(f"not run: {adapter.name} is unresponsive (the adapter's diagnosis is in the summary)", pytrace=False)
     if all(r.outcome == "unsupported" for r in results):
-        pytest.skip(f"unsupported: {results[0].message}")
+        pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:
         with subtests.test(msg=result.level, level=result.level):
             text = "\n".join([result.message, *(f"likely bug: {d}" for d in result.diagnosis)])
@@ -174,3 +284,66 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
                 pytest.fail(f"error: {text}", pytrace=False)
             elif result.outcome == "xpassed":
                 pytest.fail(f"unexpected pass: {result.message}", pytrace=False)
+            elif result.outcome == "not-run":
+                pytest.fail(result.message, pytrace=False)
+
+
+class _Gatherer:
+    """Gathers every conformance result in the controlling pytest process, also from xdist workers.
+
+    Registered as a plugin object by pytest_configure, so its state belongs to one pytest run.
+    """
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+        self.results: list[dict[str, Any]] = []
+        self.downs: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Read the results a test attached to its report's user properties."""
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == _PROPERTY:
+                data = json.loads(str(value))
+                self.results.extend(data["results"])
+                if data["down"]:
+                    self.downs[data["adapter"]] = data["down"]
+
+    def runs(self) -> list[AdapterRun]:
+        """The gathered results as one AdapterRun per adapter."""
+        runs: dict[str, AdapterRun] = {}
+        for data in self.results:
+            run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
+            run.results.append(
+                Result(
+                    data["adapter"],
+                    data["case"],
+                    data["level"],
+                    data["outcome"],
+                    data.get("message", ""),
+                    tuple(data.get("diagnosis", ())),
+                    float(data.get("largest_ulps") or 0.0),
+                    data.get("reason", ""),
+                )
+            )
+        return list(runs.values())
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
+        if getattr(config, "workerinput", None) is not None:
+            return
+        from .report import matrix_text, write_json
+
+        runs = self.runs()
+        if not runs:
+            return
+        terminalreporter.section("conformance")
+        for line in matrix_text(runs).splitlines():
+            terminalreporter.write_line(line)
+        for diagnosis in self.downs.values():
+            terminalreporter.write_line("")
+            terminalreporter.write_line("ADAPTER DOWN " + diagnosis)
+        if self.state.json_path is not None:
+            write_json(runs, self.state.json_path)
+            terminalreporter.write_line(f"conformance JSON report: {self.state.json_path}")

@@ -4,15 +4,19 @@ Each ``[adapter.NAME]`` table has:
 
     command            the adapter's command line (``{python}`` is the interpreter running the kit)
     description        one line for reports
-    workdir            folder to run (and build) in, relative to the project root (default: the root)
+    workdir            folder to run (and build) in (default: the registry file's folder)
     build              optional build command, run before the first case and skipped when up to date
-    build_inputs       files or folders whose changes make the build stale
+    build_inputs       files or folders (relative to workdir) whose changes make the build stale
     build_output       the file the build produces; the build is up to date when it is newer than every input
     env                extra environment variables
     requires           {tools = [...], modules = [...]}: programs on PATH and Python modules it needs
-    expected_failures  the expected-failures file, relative to the project root
+    expected_failures  the expected-failures file; it must exist (an empty list is a file with no entries)
+    timeout            seconds one case may take (default: conformance.transport.CASE_TIMEOUT)
+    handshake_timeout  seconds the adapter has to answer hello (default: HANDSHAKE_TIMEOUT)
 
-An adapter whose requirements are missing is *unavailable*, with the reason.
+Every relative path (workdir, expected_failures) resolves from the folder the
+registry file is in, so a registry works from any current directory. An
+adapter whose requirements are missing is *unavailable*, with the reason.
 Commands come only from this file or the user's command line, never from fixtures.
 """
 
@@ -22,8 +26,10 @@ import importlib.util
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -31,8 +37,21 @@ from typing import Any, Optional
 from .fixture import PACKAGE_ROOT
 from .tomlfile import load_toml
 
+#: The kit's own registry, in its checkout (an installed kit has none: use --registry or --command).
 REGISTRY = PACKAGE_ROOT / "adapters" / "adapters.toml"
-_KEYS = {"command", "description", "workdir", "build", "build_inputs", "build_output", "env", "requires", "expected_failures"}
+_KEYS = {
+    "command",
+    "description",
+    "workdir",
+    "build",
+    "build_inputs",
+    "build_output",
+    "env",
+    "requires",
+    "expected_failures",
+    "timeout",
+    "handshake_timeout",
+}
 
 
 class RegistryError(ValueError):
@@ -55,6 +74,8 @@ class AdapterConfig:
     tools: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
     expected_failures: Optional[str] = None
+    timeout: Optional[float] = None
+    handshake_timeout: Optional[float] = None
 
     @property
     def cwd(self) -> Path:
@@ -84,31 +105,60 @@ class AdapterConfig:
 
     def build_is_current(self) -> bool:
         """True when there is no build or its output is newer than every input."""
+        return self.build_reason() is None
+
+    def build_reason(self) -> Optional[str]:
+        """Why the build must run (no output yet, or an input newer than it), or None when it is current."""
         if not self.build:
-            return True
+            return None
         if not self.build_output:
-            return False
+            return "it declares no build_output, so it always builds"
         output = self.cwd / self.build_output
         if not output.exists():
-            return False
+            return f"{self.build_output} does not exist yet"
         built = output.stat().st_mtime
         for entry in self.build_inputs:
             path = self.cwd / entry
             files = path.rglob("*") if path.is_dir() else [path]
-            if any(f.is_file() and f.stat().st_mtime > built for f in files):
-                return False
-        return True
+            newer = next((f for f in files if f.is_file() and f.stat().st_mtime > built), None)
+            if newer is not None:
+                return f"{newer.relative_to(self.cwd)} is newer than {self.build_output}"
+        return None
 
-    def run_build(self) -> Optional[str]:
-        """Build if stale; returns None on success or the failure with the output's tail."""
-        if self.build is None or self.build_is_current():
+    def run_build(self, log: Any = None) -> Optional[str]:
+        """Build if stale; returns None on success or the failure with the output's tail.
+
+        ``log`` (a callable taking one line) hears what is built, why, and how long it took. The build runs in
+        a process group of its own, ended as a whole if the harness is interrupted.
+        """
+        reason = self.build_reason()
+        if self.build is None or reason is None:
             return None
-        result = subprocess.run(
-            self.build, shell=True, cwd=self.cwd, capture_output=True, text=True, env={**os.environ, **self.env}
+        if log:
+            log(f"{self.name}: building with `{self.build}` in {self.cwd} ({reason}); a first build can take a minute")
+        started = time.monotonic()
+        process = subprocess.Popen(
+            self.build,
+            shell=True,
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, **self.env},
+            start_new_session=True,
         )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
-            return f"build command `{self.build}` failed with status {result.returncode}:\n{tail}"
+        try:
+            output, _ = process.communicate()
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        seconds = time.monotonic() - started
+        if process.returncode != 0:
+            tail = "\n".join(output.strip().splitlines()[-20:])
+            return f"build command `{self.build}` failed with status {process.returncode} after {seconds:.1f} s:\n{tail}"
+        if log:
+            log(f"{self.name}: built in {seconds:.1f} s")
         return None
 
 
@@ -118,7 +168,7 @@ def load_registry(path: Path = REGISTRY) -> dict[str, AdapterConfig]:
     tables = data.get("adapter")
     if not isinstance(tables, dict):
         raise RegistryError(f"{path}: expected [adapter.NAME] tables")
-    root = path.resolve().parent.parent
+    root = path.resolve().parent
     return {name: _adapter(name, table, root, f"{path}: adapter {name!r}") for name, table in tables.items()}
 
 
@@ -148,6 +198,15 @@ def _adapter(name: str, table: Any, root: Path, where: str) -> AdapterConfig:
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise RegistryError(f"{where}: field 'env' must be a table of strings")
+
+    def seconds(key: str) -> Optional[float]:
+        value = table.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise RegistryError(f"{where}: field {key!r} must be a positive number of seconds, got {value!r}")
+        return float(value)
+
     command = text("command", required=True)
     assert command is not None
     try:
@@ -167,6 +226,8 @@ def _adapter(name: str, table: Any, root: Path, where: str) -> AdapterConfig:
         tools=strings(requires.get("tools", []), "requires.tools"),
         modules=strings(requires.get("modules", []), "requires.modules"),
         expected_failures=text("expected_failures"),
+        timeout=seconds("timeout"),
+        handshake_timeout=seconds("handshake_timeout"),
     )
 
 

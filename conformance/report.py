@@ -2,22 +2,49 @@
 
 The matrix has one row per adapter and level with the count of every outcome;
 details list each unexpected result (failed, error, xpassed) with its message
-and diagnosis. Every report is written atomically.
+and diagnosis, errors that repeat one message are listed once with the cases
+they cover, and an adapter that was given up on as unresponsive gets one
+adapter-level block instead of one per case. Every report names the kit, the
+protocol and the fixture format versions, and is written atomically.
+``LiveLog`` prints progress while a run goes on, also without a terminal.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
+import re
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, TextIO
 
-from .fixture import LEVELS
+from . import __version__
+from .fixture import FORMAT_VERSION, LEVELS
 from .generate import write_atomic
-from .runner import OUTCOMES, AdapterRun
+from .runner import OUTCOMES, AdapterRun, Result
+from .transport import PROTOCOL_VERSION
 
-COLUMNS = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed")
+COLUMNS = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
+#: How many failure lines LiveLog prints per adapter before it only counts them.
+LIVE_FAILURE_LINES = 20
+
+
+def versions_line() -> str:
+    """The versions every report records."""
+    return f"conformance {__version__}, protocol {PROTOCOL_VERSION}, fixture format {FORMAT_VERSION}"
+
+
+def kit_json() -> dict[str, Any]:
+    """The versions and the date, as report data."""
+    return {
+        "kit": __version__,
+        "protocol": PROTOCOL_VERSION,
+        "fixture_format": FORMAT_VERSION,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def _rows(runs: list[AdapterRun]) -> list[tuple[str, str, list[int]]]:
@@ -53,16 +80,45 @@ def matrix_text(runs: list[AdapterRun]) -> str:
     return "\n".join(lines)
 
 
+_WORDS = {"failed": "FAILED", "error": "ERROR", "xpassed": "UNEXPECTED PASS"}
+
+
+def _groups(run: AdapterRun) -> list[list[Result]]:
+    """Unexpected results, errors with one message (case ids aside) gathered into one group, in run order."""
+    groups: dict[tuple[str, ...], list[Result]] = {}
+    for result in run.unexpected:
+        if result.outcome == "not-run" or (
+            run.down is not None and result.outcome == "error" and run.down.message in result.message
+        ):
+            continue  # the adapter-level diagnosis says it once
+        key: tuple[str, ...] = (result.outcome, result.case, result.level)
+        if result.outcome == "error":
+            key = ("error", re.sub(re.escape(result.case) + r"\b", "{case}", result.message))
+        groups.setdefault(key, []).append(result)
+    return list(groups.values())
+
+
 def details_text(runs: list[AdapterRun]) -> str:
-    """Every unexpected result with its message and diagnosis."""
+    """Every unexpected result with its message and diagnosis; each repeated error and each dead adapter once."""
     blocks = []
     for run in runs:
-        for result in run.unexpected:
-            word = {"failed": "FAILED", "error": "ERROR", "xpassed": "UNEXPECTED PASS"}[result.outcome]
-            block = [f"{word} {result.adapter} {result.case} [{result.level}]", f"  {result.message}"]
-            for hint in result.diagnosis:
+        for group in _groups(run):
+            first = group[0]
+            cases = list(dict.fromkeys(r.case for r in group))
+            if len(group) == 1:
+                where = f"{first.case} [{first.level}]"
+            else:
+                shown = ", ".join(cases[:5]) + (f", and {len(cases) - 5} more" if len(cases) > 5 else "")
+                where = f"{len(group)} results in {len(cases)} case(s): {shown}"
+            block = [f"{_WORDS[first.outcome]} {first.adapter} {where}", f"  {first.message}"]
+            for hint in first.diagnosis:
                 block.append(f"  likely bug: {hint}")
             blocks.append("\n".join(block))
+        if run.down is not None:
+            blocks.append("ADAPTER DOWN " + run.down.describe())
+        elif run.count("not-run"):
+            reason = next(r.message for r in run.results if r.outcome == "not-run")
+            blocks.append(f"NOT RUN {run.name}: {run.count('not-run')} (case, level) result(s): {reason}")
     return "\n\n".join(blocks)
 
 
@@ -73,6 +129,8 @@ def summary_line(runs: list[AdapterRun]) -> str:
     text = f"{totals['passed']} passed, {totals['failed']} failed"
     text += f", {totals['error']} errors, {totals['unsupported']} unsupported"
     text += f", {totals['xfailed']} xfailed, {totals['xpassed']} xpassed"
+    if totals["not-run"]:
+        text += f", {totals['not-run']} not run"
     if unavailable:
         text += f"; {unavailable} adapter(s) unavailable"
     return text
@@ -89,12 +147,25 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             entry["engine"] = {"name": run.handshake.name, "version": run.handshake.version, "language": run.handshake.language}
         entry.update({outcome: run.count(outcome) for outcome in ("passed", "failed", "unsupported", "xfailed", "xpassed")})
         entry["errors"] = run.count("error")
+        entry["not_run"] = run.count("not-run")
+        if run.down is not None:
+            entry["down"] = {
+                "message": run.down.message,
+                "faults": run.down.faults,
+                "seconds": round(run.down.seconds, 3),
+                "hint": run.down.hint,
+                "stderr": run.down.stderr,
+                "not_run": run.down.not_run,
+                "diagnosis": run.down.describe(),
+            }
+        if run.interrupted:
+            entry["interrupted"] = run.interrupted
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_ulps"] = run.largest_ulps if math.isfinite(run.largest_ulps) else None
         entry["levels"] = {level: {outcome: run.count(outcome, level) for outcome in COLUMNS} for level in LEVELS}
         adapters.append(entry)
     results = [r.to_json() for run in runs for r in run.results]
-    return {"adapters": adapters, "results": results, "summary": summary_line(runs)}
+    return {**kit_json(), "adapters": adapters, "results": results, "summary": summary_line(runs)}
 
 
 def write_json(runs: list[AdapterRun], path: Path) -> None:
@@ -106,13 +177,22 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
     """Write JUnit XML: a testsuite per adapter, a testcase per (case, level)."""
     suites = ET.Element("testsuites", name="conformance")
     for run in runs:
-        suite = ET.SubElement(suites, "testsuite", name=run.name, tests=str(len(run.results)))
+        down = run.down is not None
+        suite = ET.SubElement(suites, "testsuite", name=run.name, tests=str(len(run.results) + (1 if down else 0)))
+        properties = ET.SubElement(suite, "properties")
+        for key, value in kit_json().items():
+            ET.SubElement(properties, "property", name=key, value=str(value))
         suite.set("failures", str(run.count("failed") + run.count("xpassed")))
-        suite.set("errors", str(run.count("error")))
-        suite.set("skipped", str(run.count("unsupported") + run.count("xfailed") + (0 if run.available else 1)))
+        suite.set("errors", str(run.count("error") + (1 if down else 0)))
+        skipped = run.count("unsupported") + run.count("xfailed") + run.count("not-run") + (0 if run.available else 1)
+        suite.set("skipped", str(skipped))
         if not run.available:
             case = ET.SubElement(suite, "testcase", classname=run.name, name="(adapter)")
             ET.SubElement(case, "skipped", message=f"unavailable: {run.reason}")
+        if run.down is not None:
+            case = ET.SubElement(suite, "testcase", classname=run.name, name="(adapter)")
+            summary = f"unresponsive: {run.down.not_run} (case, level) result(s) not run; {run.down.message}"
+            ET.SubElement(case, "error", message=summary).text = run.down.describe()
         for result in run.results:
             case = ET.SubElement(suite, "testcase", classname=f"{run.name}.{result.level}", name=result.case)
             text = "\n".join([result.message, *(f"likely bug: {d}" for d in result.diagnosis)])
@@ -122,6 +202,8 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
                 ET.SubElement(case, "error", message=result.message.splitlines()[0]).text = text
             elif result.outcome in ("unsupported", "xfailed"):
                 ET.SubElement(case, "skipped", message=f"{result.outcome}: {result.reason or result.message}")
+            elif result.outcome == "not-run":
+                ET.SubElement(case, "skipped", message=result.message)
     ET.indent(suites)
     write_atomic(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
 
@@ -134,9 +216,75 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if not run.available:
             lines.append(f"| {run.name} | unavailable: {run.reason} |" + " |" * len(COLUMNS))
+    for run in runs:
+        if run.down is not None:
+            lines.append(f"\n{run.name} was given up on as unresponsive: {run.down.message}")
     return "\n".join(lines) + "\n"
 
 
 def write_markdown(runs: list[AdapterRun], path: Path) -> None:
     """Write the Markdown matrix."""
     write_atomic(path, markdown(runs))
+
+
+class LiveLog:
+    """Progress while a run goes on, on stderr, with or without a terminal.
+
+    One line when an adapter starts and when it finishes (with its counts and
+    time), and one line per unexpected result as it happens (the first
+    LIVE_FAILURE_LINES per adapter; the rest are counted). On a terminal a
+    transient ``done/total`` line is shown as well. A CI log thus shows where
+    a long run stands.
+    """
+
+    def __init__(self, stream: Optional[TextIO] = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self._shown = 0
+        self._adapter = ""
+        self._started = 0.0
+        self._transient = False
+
+    def start(self, adapter: str, cases: int) -> None:
+        """An adapter's run begins."""
+        self._adapter, self._shown, self._started = adapter, 0, time.monotonic()
+        self._line(f"{adapter}: running {cases} case(s)")
+
+    def results(self, results: list[Result]) -> None:
+        """Called with one case's results; prints the unexpected ones, a line per outcome and message."""
+        lines: dict[tuple[str, str], list[str]] = {}
+        for result in results:
+            if result.outcome in ("failed", "error", "xpassed"):
+                first = result.message.splitlines()[0] if result.message else ""
+                lines.setdefault((f"{_WORDS[result.outcome]} {result.adapter} {result.case}", first), []).append(result.level)
+        for (head, first), levels in lines.items():
+            self._shown += 1
+            if self._shown <= LIVE_FAILURE_LINES:
+                self._line(f"{head} [{', '.join(levels)}]: {first}"[:240])
+            elif self._shown == LIVE_FAILURE_LINES + 1:
+                self._line(f"{results[0].adapter}: more unexpected results; they are all in the report at the end")
+
+    def progress(self, done: int, total: int, case: str) -> None:
+        """A transient done/total line, on a terminal only."""
+        if not self.tty or (time.monotonic() - self._started < 0.5 and done < total):
+            return
+        self.stream.write(f"\r\033[K{self._adapter}: {done}/{total} {case}"[:100])
+        self.stream.flush()
+        self._transient = True
+
+    def finish(self, run: AdapterRun) -> None:
+        """An adapter's run ended: one line with its counts."""
+        counts = ", ".join(f"{run.count(o)} {o}" for o in OUTCOMES if run.count(o))
+        state = " (given up on as unresponsive)" if run.down else (f" ({run.interrupted})" if run.interrupted else "")
+        self._line(f"{run.name}: finished in {run.seconds:.1f} s: {counts or 'no results'}{state}")
+
+    def note(self, text: str) -> None:
+        """Any other line (a build, an unavailable adapter)."""
+        self._line(text)
+
+    def _line(self, text: str) -> None:
+        if self._transient:
+            self.stream.write("\r\033[K")
+            self._transient = False
+        self.stream.write(text + "\n")
+        self.stream.flush()

@@ -2,13 +2,20 @@
 
 Outcomes: passed, failed (a wrong answer), error (a protocol violation or a
 crash), unsupported (an op, feature or level the adapter does not declare),
-xfailed and xpassed (against the adapter's expected-failures list). Faults are
-results, not exceptions: one broken case never ends the run.
+xfailed and xpassed (against the adapter's expected-failures list), and not-run
+(the adapter was given up on as unresponsive, the run's time budget ran out, or
+the run was interrupted). Faults are results, not exceptions: one broken case
+never ends the run.
+
+An ``AdapterSession`` holds one adapter's transport for a run and decides when
+an adapter is dead: after MAX_UNRESPONSIVE timeouts or failed starts in a row
+with no case answered in between, it is not started again, and one
+adapter-level diagnosis (``AdapterDown``) covers every case it did not run.
+The CLI and the pytest plugin both use it.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
@@ -19,9 +26,11 @@ from .expected import Expected, find
 from .fixture import Fixture
 from .transport import AdapterFault, Handshake, Transport
 
-OUTCOMES = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed")
-#: Consecutive start failures after which the adapter is not started again in this run.
-MAX_START_FAILURES = 3
+OUTCOMES = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
+#: Outcomes that fail the gate.
+UNEXPECTED = ("failed", "error", "xpassed", "not-run")
+#: Timeouts or failed starts in a row, with no case answered in between, after which an adapter is given up on.
+MAX_UNRESPONSIVE = 3
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class AdapterRun:
     handshake: Optional[Handshake] = None
     results: list[Result] = field(default_factory=list)
     seconds: float = 0.0
+    down: Optional["AdapterDown"] = None
+    interrupted: str = ""
 
     def count(self, outcome: str, level: Optional[str] = None) -> int:
         """How many results have this outcome (at this level)."""
@@ -67,7 +78,7 @@ class AdapterRun:
     @property
     def unexpected(self) -> list[Result]:
         """Results that fail the gate."""
-        return [r for r in self.results if r.outcome in ("failed", "error", "xpassed")]
+        return [r for r in self.results if r.outcome in UNEXPECTED]
 
     @property
     def largest_ulps(self) -> float:
@@ -88,44 +99,167 @@ def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     return None
 
 
+@dataclass
+class AdapterDown:
+    """Why an adapter was given up on: said once for the adapter, not once per case."""
+
+    adapter: str
+    message: str
+    faults: int
+    seconds: float
+    stderr: str = ""
+    hint: str = ""
+    not_run: int = 0
+
+    def describe(self) -> str:
+        """The adapter-level diagnosis: what happened, after how long, what it usually means, the stderr tail."""
+        lines = [
+            f"{self.adapter} is unresponsive: {self.faults} timeouts or failed starts in a row, with no case answered, "
+            f"over {self.seconds:.1f} s; it was not started again, and {self.not_run} (case, level) result(s) were not run.",
+            f"  last fault: {self.message}",
+        ]
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        if self.stderr.strip():
+            lines.append("  adapter stderr (last lines):")
+            lines += ["    " + line for line in self.stderr.rstrip().splitlines()[-15:]]
+        else:
+            lines.append("  adapter stderr: (empty)")
+        return "\n".join(lines)
+
+
+class AdapterSession:
+    """One adapter's transport across a run: runs cases, and gives up on the adapter once it is clearly dead.
+
+    ``deadline`` (a ``time.monotonic()`` value) is the whole run's time budget: a case never waits past it,
+    and once it has passed every case is not run.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        transport: Transport,
+        expected: list[Expected],
+        *,
+        deadline: Optional[float] = None,
+        budget_note: str = "the run's time budget ran out",
+        on_result: Optional[Callable[[list[Result]], None]] = None,
+    ) -> None:
+        self.name = name
+        self.transport = transport
+        self.expected = expected
+        self.deadline = deadline
+        self.budget_note = budget_note
+        self.on_result = on_result
+        self.hello: Optional[Handshake] = None
+        self.down: Optional[AdapterDown] = None
+        self._streak = 0
+        self._streak_started = 0.0
+        self._attempt_started = 0.0
+        self._faulted = False
+
+    def run_case(self, fixture: Fixture) -> list[Result]:
+        """Every level's result for one case; never raises for adapter faults."""
+        results = self._run_case(fixture)
+        if self.on_result:
+            self.on_result(results)
+        return results
+
+    def _run_case(self, fixture: Fixture) -> list[Result]:
+        if self.down is not None:
+            self.down.not_run += len(fixture.levels)
+            return not_run(self.name, fixture, f"{self.name} is unresponsive (see the adapter's diagnosis)")
+        remaining = None if self.deadline is None else self.deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return not_run(self.name, fixture, self.budget_note)
+        self._attempt_started = time.monotonic()
+        try:
+            self.hello = self.transport.handshake()
+        except AdapterFault as fault:
+            self._fault(fault)
+            return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
+        gap = support_gap(fixture, self.hello)
+        if gap:
+            return [Result(self.name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
+        timeout = None if remaining is None else max(0.1, min(remaining, getattr(self.transport, "timeout", remaining)))
+        self._faulted = False
+        results = run_case(self.name, self.transport, self.hello, fixture, self.expected, timeout, self._fault)
+        if not self._faulted:
+            self._streak = 0  # a case was answered: whatever failed before was not a dead adapter
+        return results
+
+    def _fault(self, fault: AdapterFault) -> None:
+        self._faulted = True
+        if fault.kind not in ("timeout", "start"):
+            self._streak = 0
+            return
+        if self._streak == 0:
+            self._streak_started = self._attempt_started
+        self._streak += 1
+        if self._streak >= MAX_UNRESPONSIVE:
+            self.down = AdapterDown(
+                self.name,
+                fault.message,
+                self._streak,
+                time.monotonic() - self._streak_started,
+                fault.stderr,
+                fault.hint,
+            )
+
+
+def not_run(name: str, fixture: Fixture, why: str) -> list[Result]:
+    """Every level of a case reported as not run, with the reason."""
+    return [Result(name, fixture.id, level, "not-run", f"not run: {why}") for level in fixture.levels]
+
+
 def run_adapter(
     name: str,
     transport: Transport,
     fixtures: Iterable[Fixture],
     expected: list[Expected],
     progress: Optional[Callable[[int, int, str], None]] = None,
+    *,
+    deadline: Optional[float] = None,
+    budget_note: str = "the run's time budget ran out",
+    on_result: Optional[Callable[[list[Result]], None]] = None,
 ) -> AdapterRun:
-    """Run every fixture on one adapter; never raises for adapter faults."""
+    """Run every fixture on one adapter; never raises for adapter faults.
+
+    An interrupt (Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI) ends the loop: the cases not
+    reached are reported as not run and ``interrupted`` says why, so the caller can still write its reports.
+    """
     run = AdapterRun(name)
     fixtures = list(fixtures)
     started = time.monotonic()
-    start_failures = 0
-    last_fault = ""
-    for index, fixture in enumerate(fixtures):
-        if progress:
-            progress(index, len(fixtures), fixture.id)
-        if start_failures >= MAX_START_FAILURES:
-            run.results += _charge(
-                name, fixture, fixture.levels, f"not started again after {start_failures} failed starts: {last_fault}", expected
-            )
-            continue
-        try:
-            hello = transport.handshake()
-            run.handshake = hello
-            start_failures = 0
-        except AdapterFault as fault:
-            start_failures += 1
-            last_fault = str(fault)
-            run.results += _charge(name, fixture, fixture.levels, f"adapter failed to start: {fault}", expected)
-            continue
-        run.results += run_case(name, transport, hello, fixture, expected)
+    session = AdapterSession(name, transport, expected, deadline=deadline, budget_note=budget_note, on_result=on_result)
+    index = 0
+    try:
+        for index, fixture in enumerate(fixtures):
+            if progress:
+                progress(index, len(fixtures), fixture.id)
+            run.results += session.run_case(fixture)
+            run.handshake = session.hello or run.handshake
+        index = len(fixtures)
+    except KeyboardInterrupt as interrupt:
+        run.interrupted = str(interrupt) or "interrupted (Ctrl-C)"
+        for fixture in fixtures[index:]:
+            run.results += not_run(name, fixture, f"the run was {run.interrupted}")
     if progress:
         progress(len(fixtures), len(fixtures), "")
+    run.down = session.down
     run.seconds = time.monotonic() - started
     return run
 
 
-def run_case(name: str, transport: Transport, hello: Handshake, fixture: Fixture, expected: list[Expected]) -> list[Result]:
+def run_case(
+    name: str,
+    transport: Transport,
+    hello: Handshake,
+    fixture: Fixture,
+    expected: list[Expected],
+    timeout: Optional[float] = None,
+    on_fault: Optional[Callable[[AdapterFault], None]] = None,
+) -> list[Result]:
     """Every level's result for one case."""
     gap = support_gap(fixture, hello)
     if gap:
@@ -137,8 +271,10 @@ def run_case(name: str, transport: Transport, hello: Handshake, fixture: Fixture
         if level not in hello.levels
     ]
     try:
-        observations = transport.run(fixture.id, fixture.program)
+        observations = transport.run(fixture.id, fixture.program, timeout)
     except AdapterFault as fault:
+        if on_fault:
+            on_fault(fault)
         return unsupported + _charge(name, fixture, levels, str(fault), expected)
     results = []
     for level in levels:
@@ -194,20 +330,3 @@ def select(fixtures: list[Fixture], patterns: Optional[list[str]], shard: Option
         k, n = shard
         chosen = [f for i, f in enumerate(chosen) if i % n == k - 1]
     return chosen
-
-
-def progress_printer(adapter: str) -> Optional[Callable[[int, int, str], None]]:
-    """A one-line progress display on a terminal; None (quiet) when stderr is not one."""
-    if not sys.stderr.isatty():
-        return None
-    started = time.monotonic()
-
-    def show(done: int, total: int, case: str) -> None:
-        if time.monotonic() - started < 0.5 and done < total:
-            return
-        line = f"{adapter}: {done}/{total} {case}"[:100]
-        end = "\n" if done == total else ""
-        sys.stderr.write(f"\r\033[K{line}{end}")
-        sys.stderr.flush()
-
-    return show

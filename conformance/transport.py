@@ -1,12 +1,17 @@
 """Talking to an adapter: one transport interface, a subprocess and an in-process implementation.
 
 ``SubprocessTransport`` keeps one long-lived adapter process and survives
-every fault it can show: a crash, a hang (per-case timeout), a line that is
-not JSON or not the expected message, an oversized line, a wrong protocol
-version, an exit before the handshake. A fault is raised as ``AdapterFault``
-carrying a clear message and the tail of the adapter's stderr; the process is
-killed and started afresh for the next case. ``InProcessTransport`` runs the
-reference directly, for measuring the protocol's overhead.
+every fault it can show: a crash, a hang (a short handshake timeout and a
+per-case timeout), an adapter that stops reading its input, a line that is not
+JSON or not the expected message, an oversized line, a wrong protocol version,
+an exit before the handshake, an exit while a process it started still holds
+stdout open. A fault is raised as ``AdapterFault`` carrying its kind, a clear
+message (with what it usually means) and the tail of the adapter's stderr.
+
+The adapter runs in a process group of its own, and every kill ends the whole
+group, so a hung adapter and any children it spawned never outlive the fault
+or the run. ``InProcessTransport`` runs the reference directly, for measuring
+the protocol's overhead.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import collections
 import os
 import selectors
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -29,21 +35,48 @@ from .wire import dumps_line, loads
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 64 * 1024 * 1024
 LEVEL_NAMES = ("values", "gradients", "errors", "trace", "order")
+#: Seconds an adapter has to answer hello. Starting a process takes milliseconds; an adapter that has not
+#: answered in this time almost always forgot to flush stdout (docs/protocol.md, "Timeouts").
+HANDSHAKE_TIMEOUT = 5.0
+#: Seconds one case may take. Canonical cases run in milliseconds on every built-in adapter, the slowest
+#: (deep chains, the LLM programs) in well under a second, so this is generous without letting a hung
+#: adapter stall a CI job.
+CASE_TIMEOUT = 10.0
+#: Seconds to wait for the rest of stdout after the adapter process itself exited.
+_EXIT_GRACE = 0.3
+
+#: Fault kinds: an unresponsive adapter (``timeout``, ``start``) is given up on after a few in a row.
+FAULT_KINDS = ("start", "timeout", "exit", "garbage", "protocol", "oversized", "error-reply")
+
+_FLUSH_HINT = (
+    "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
+    "for end of input instead of one line, looks exactly like this)"
+)
 
 
 class AdapterFault(Exception):
-    """The adapter broke the protocol or crashed; ``stderr`` is the tail of its log."""
+    """The adapter broke the protocol or crashed; ``stderr`` is the tail of its log.
 
-    def __init__(self, message: str, stderr: str = "") -> None:
+    ``kind`` is one of FAULT_KINDS; ``hint`` says what the fault usually means, when that is known.
+    """
+
+    def __init__(self, message: str, stderr: str = "", kind: str = "protocol", hint: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.stderr = stderr
+        self.kind = kind
+        self.hint = hint
+
+    def with_stderr(self, stderr: str) -> "AdapterFault":
+        """The same fault with the stderr tail read after the adapter was stopped."""
+        return AdapterFault(self.message, stderr, self.kind, self.hint)
 
     def __str__(self) -> str:
+        text = self.message + (f"\n  hint: {self.hint}" if self.hint else "")
         if not self.stderr.strip():
-            return self.message
+            return text + "\n  adapter stderr: (empty)" if self.kind in ("timeout", "start", "exit") else text
         tail = "\n".join("    " + line for line in self.stderr.rstrip().splitlines()[-15:])
-        return f"{self.message}\n  adapter stderr (last lines):\n{tail}"
+        return f"{text}\n  adapter stderr (last lines):\n{tail}"
 
 
 @dataclass(frozen=True)
@@ -87,8 +120,8 @@ class Transport(Protocol):
     def handshake(self) -> Handshake:
         """Start the engine if needed and return its hello."""
 
-    def run(self, case: str, program: Program) -> list[Any]:
-        """One observation per step, or raise AdapterFault."""
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+        """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own."""
 
     def close(self) -> None:
         """Stop the engine."""
@@ -103,8 +136,8 @@ class InProcessTransport:
             "reference", "in-process", "python", frozenset(DECLARABLE_OPS), frozenset(LEVEL_NAMES), frozenset({"seed"})
         )
 
-    def run(self, case: str, program: Program) -> list[Any]:
-        """Run the program on the reference."""
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+        """Run the program on the reference (no timeout applies in-process)."""
         return run_program(program)
 
     def close(self) -> None:
@@ -120,8 +153,8 @@ class SubprocessTransport:
         *,
         cwd: Optional[Path] = None,
         env: Optional[dict[str, str]] = None,
-        timeout: float = 60.0,
-        start_timeout: float = 60.0,
+        timeout: float = CASE_TIMEOUT,
+        start_timeout: float = HANDSHAKE_TIMEOUT,
         max_line: int = MAX_LINE_BYTES,
     ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
@@ -139,19 +172,31 @@ class SubprocessTransport:
 
     # -- process lifecycle ------------------------------------------------------
 
-    def _start(self) -> Handshake:
+    def _start(self, timeout: float) -> Handshake:
         self._stderr = collections.deque(maxlen=200)
         self._buffer = b""
         try:
+            # A session of its own: the adapter and everything it spawns form one process group,
+            # which _kill ends as a whole.
             self.process = subprocess.Popen(
-                self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                self.argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                start_new_session=True,
             )
         except OSError as error:
-            raise AdapterFault(f"cannot start adapter {shlex.join(self.argv)}: {error.strerror or error}") from None
+            raise AdapterFault(f"cannot start adapter {shlex.join(self.argv)}: {error.strerror or error}", kind="start") from None
+        assert self.process.stdin is not None
+        os.set_blocking(self.process.stdin.fileno(), False)
         self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
         self._drain.start()
-        self._send({"type": "hello", "protocol": PROTOCOL_VERSION}, "before the handshake")
-        reply = self._receive(self.start_timeout, "the handshake")
+        deadline = time.monotonic() + timeout
+        self._send({"type": "hello", "protocol": PROTOCOL_VERSION}, "the handshake", deadline, timeout)
+        reply = self._receive(deadline, timeout, "the handshake")
         return Handshake.parse(reply)
 
     def _drain_stderr(self, process: "subprocess.Popen[bytes]") -> None:
@@ -168,30 +213,34 @@ class SubprocessTransport:
         if self.process is None or self.process.poll() is not None or self.hello is None:
             self._kill()
             try:
-                self.hello = self._start()
+                self.hello = self._start(self.start_timeout)
             except AdapterFault as fault:
                 self._kill()  # first, so that everything the adapter logged has been read
-                raise AdapterFault(fault.message, self.stderr_tail()) from None
+                kind = "timeout" if fault.kind == "timeout" else "start"  # any fault before hello is a failed start
+                raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
         return self.hello
 
-    def run(self, case: str, program: Program) -> list[Any]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         try:
-            self._send({"type": "run", "case": case, "program": program_to_json(program)}, f"case {case}")
-            reply = self._receive(self.timeout, f"case {case}")
+            request = {"type": "run", "case": case, "program": program_to_json(program)}
+            self._send(request, f"case {case}", deadline, limit)
+            reply = self._receive(deadline, limit, f"case {case}")
             return self._check_result(reply, case, len(program))
         except AdapterFault as fault:
             self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
-            raise AdapterFault(fault.message, self.stderr_tail()) from None
+            raise fault.with_stderr(self.stderr_tail()) from None
 
     def close(self) -> None:
-        """Ask the adapter to shut down, then make sure it is gone."""
+        """Ask the adapter to shut down, then make sure it and its process group are gone."""
         if self.process is not None and self.process.poll() is None:
             try:
-                self._send({"type": "shutdown"}, "shutdown")
-                self.process.wait(timeout=3)
+                self._send({"type": "shutdown"}, "shutdown", time.monotonic() + 1.0, 1.0)
+                self.process.wait(timeout=2)
             except (AdapterFault, subprocess.TimeoutExpired):
                 pass
         self._kill()
@@ -200,8 +249,12 @@ class SubprocessTransport:
         process, self.process, self.hello = self.process, None, None
         if process is None:
             return
-        if process.poll() is None:
-            process.kill()
+        try:
+            # The whole group: a hung adapter's children (a shell's command, a worker) go with it,
+            # also after the adapter itself has exited.
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
@@ -217,13 +270,32 @@ class SubprocessTransport:
 
     # -- lines -------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any], during: str) -> None:
+    def _send(self, message: dict[str, Any], during: str, deadline: float, timeout: float) -> None:
+        """Write one request without ever blocking past the deadline (an adapter may stop reading)."""
         assert self.process is not None and self.process.stdin is not None
-        try:
-            self.process.stdin.write((dumps_line(message) + "\n").encode())
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise AdapterFault(self._exit_message(during), self.stderr_tail()) from None
+        data = memoryview((dumps_line(message) + "\n").encode())
+        fd = self.process.stdin.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_WRITE)
+            while data:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AdapterFault(
+                        f"timed out after {timeout:g} s writing the request during {during}: the adapter stopped "
+                        f"reading its input with {len(data)} bytes of the request still unsent",
+                        kind="timeout",
+                        hint="does the adapter read stdin one line at a time, and answer each request before the next?",
+                    )
+                if not selector.select(min(remaining, 0.2)):
+                    self._raise_if_exited(during)
+                    continue
+                try:
+                    written = os.write(fd, data)
+                except BlockingIOError:
+                    continue
+                except (BrokenPipeError, OSError):
+                    raise AdapterFault(self._exit_message(during), self.stderr_tail(), kind="exit") from None
+                data = data[written:]
 
     def _exit_message(self, during: str) -> str:
         assert self.process is not None
@@ -233,47 +305,82 @@ class SubprocessTransport:
             return f"the adapter closed its input during {during}"
         return f"the adapter exited with status {code} during {during}"
 
-    def _receive(self, timeout: float, during: str) -> Any:
-        line = self._read_line(timeout, during)
+    def _raise_if_exited(self, during: str) -> None:
+        """A fault when the adapter process is gone although a child of it still holds the pipes open."""
+        assert self.process is not None
+        code = self.process.poll()
+        if code is not None:
+            raise AdapterFault(
+                f"the adapter exited with status {code} during {during}, and a process it started still holds its "
+                "stdout open (the harness ended that process group)",
+                self.stderr_tail(),
+                kind="exit",
+                hint="an adapter script that starts the engine in the background (or forks) must wait for it",
+            )
+
+    def _receive(self, deadline: float, timeout: float, during: str) -> Any:
+        line = self._read_line(deadline, timeout, during)
         try:
             return loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as error:
             raise AdapterFault(
-                f"garbage on stdout during {during}: {_clip(line)} is not JSON ({error})", self.stderr_tail()
+                f"garbage on stdout during {during}: {_clip(line)} is not JSON ({error})",
+                self.stderr_tail(),
+                kind="garbage",
+                hint="stdout carries protocol messages only; logs and prints go to stderr",
             ) from None
 
-    def _read_line(self, timeout: float, during: str) -> bytes:
+    def _read_line(self, deadline: float, timeout: float, during: str) -> bytes:
         assert self.process is not None and self.process.stdout is not None
         stdout = self.process.stdout
-        deadline = time.monotonic() + timeout
+        exited_at: Optional[float] = None
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 if len(self._buffer) > self.max_line:
-                    raise AdapterFault(f"oversized reply during {during}: more than {self.max_line} bytes without a newline")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
                     raise AdapterFault(
-                        f"timed out after {timeout:g} s waiting for the adapter during {during}", self.stderr_tail()
+                        f"oversized reply during {during}: more than {self.max_line} bytes without a newline", kind="oversized"
                     )
-                if not selector.select(remaining):
+                now = time.monotonic()
+                if now >= deadline:
+                    raise self._timeout_fault(timeout, during)
+                if not selector.select(min(deadline - now, 0.2)):
+                    # No data: is the adapter gone while something else keeps the pipe open?
+                    if self.process.poll() is not None:
+                        exited_at = exited_at or now
+                        if now - exited_at >= _EXIT_GRACE:
+                            self._raise_if_exited(during)
                     continue
                 chunk = os.read(stdout.fileno(), 1 << 20)
                 if not chunk:
                     partial = f" (it wrote a partial line: {_clip(self._buffer)})" if self._buffer else ""
-                    raise AdapterFault(self._exit_message(during) + partial, self.stderr_tail())
+                    raise AdapterFault(self._exit_message(during) + partial, self.stderr_tail(), kind="exit")
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         if len(line) > self.max_line:
-            raise AdapterFault(f"oversized reply during {during}: {len(line)} bytes (limit {self.max_line})")
+            raise AdapterFault(f"oversized reply during {during}: {len(line)} bytes (limit {self.max_line})", kind="oversized")
         return line
+
+    def _timeout_fault(self, timeout: float, during: str) -> AdapterFault:
+        if self._buffer:
+            wrote = f"it wrote a partial line with no newline: {_clip(self._buffer)}"
+            hint = "each reply must end with a newline, and stdout must be flushed after it"
+        else:
+            wrote = "it wrote nothing to stdout"
+            hint = _FLUSH_HINT
+        return AdapterFault(
+            f"timed out after {timeout:g} s waiting for the adapter during {during}; {wrote}",
+            self.stderr_tail(),
+            kind="timeout",
+            hint=hint,
+        )
 
     @staticmethod
     def _check_result(reply: Any, case: str, steps: int) -> list[Any]:
         if not isinstance(reply, dict):
             raise AdapterFault(f"expected a result object for case {case}, got {_clip(reply)}")
         if reply.get("type") == "error":
-            raise AdapterFault(f"the adapter could not run the case: {reply.get('message', '(no message)')}")
+            raise AdapterFault(f"the adapter could not run the case: {reply.get('message', '(no message)')}", kind="error-reply")
         if reply.get("type") != "result":
             raise AdapterFault(f"expected a result for case {case}, got a message of type {reply.get('type')!r}")
         if reply.get("case") != case:

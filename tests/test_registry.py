@@ -28,8 +28,8 @@ sys.exit(serve(hello, run_program))
 
 
 def _registry(tmp_path: Path, body: str) -> Path:
-    (tmp_path / "adapters").mkdir(exist_ok=True)
-    path = tmp_path / "adapters" / "adapters.toml"
+    # Relative paths in a registry resolve from the registry file's own folder.
+    path = tmp_path / "adapters.toml"
     path.write_text(body)
     return path
 
@@ -83,3 +83,36 @@ def test_env_and_workdir_reach_the_adapter_process(tmp_path):
         transport.close()
     assert run.handshake is not None and run.handshake.name == "envy-engine@work"
     assert [r.outcome for r in run.results if r.level == "values"] == ["passed"]
+
+
+def test_relative_paths_resolve_from_the_registry_folder_whatever_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "kit" / "work").mkdir(parents=True)
+    (tmp_path / "kit" / "work" / "expected.toml").write_text("# none\n")
+    registry = tmp_path / "kit" / "adapters.toml"
+    registry.write_text('[adapter.a]\nworkdir = "work"\ncommand = "./run"\nexpected_failures = "work/expected.toml"\n')
+    monkeypatch.chdir(tmp_path)
+    adapter = load_registry(Path("kit/adapters.toml"))["a"]
+    assert adapter.cwd == tmp_path / "kit" / "work"
+    assert adapter.argv() == [str(tmp_path / "kit" / "work" / "run")]
+    assert adapter.expected_failures_path() == tmp_path / "kit" / "work" / "expected.toml"
+
+
+def test_a_missing_expected_failures_file_named_by_the_registry_is_an_error(tmp_path):
+    import pytest
+
+    from conformance.expected import ExpectedError, load_expected
+
+    registry = _registry(tmp_path, '[adapter.a]\ncommand = "x"\nexpected_failures = "nosuch.toml"\n')
+    with pytest.raises(ExpectedError, match="nosuch.toml: the expected-failures file does not exist"):
+        load_expected(load_registry(registry)["a"].expected_failures_path())
+
+
+def test_timeouts_in_the_registry_must_be_positive_seconds(tmp_path):
+    import pytest
+
+    from conformance.registry import RegistryError
+
+    adapter = load_registry(_registry(tmp_path, '[adapter.a]\ncommand = "x"\ntimeout = 2.5\nhandshake_timeout = 1\n'))["a"]
+    assert (adapter.timeout, adapter.handshake_timeout) == (2.5, 1.0)
+    with pytest.raises(RegistryError, match="adapter 'b': field 'timeout' must be a positive number of seconds, got -1"):
+        load_registry(_registry(tmp_path, '[adapter.b]\ncommand = "x"\ntimeout = -1\n'))

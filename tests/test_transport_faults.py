@@ -79,12 +79,15 @@ def test_a_handshake_fault_errors_every_case_without_hanging(fault, message):
         assert "fatal: cannot initialise the engine" in run.results[0].message
 
 
-def test_an_adapter_that_cannot_be_started_is_an_error_not_an_exception():
+def test_an_adapter_that_cannot_be_started_is_given_up_on_after_three_tries():
     transport = SubprocessTransport(["/nonexistent/adapter"], timeout=1)
     run = run_adapter("missing", transport, CASES + CASES, [])
-    assert {r.outcome for r in run.results} == {"error"}
-    assert "cannot start adapter /nonexistent/adapter" in run.results[0].message
-    assert "not started again after 3 failed starts" in run.results[-1].message
+    errors = [r for r in run.results if r.outcome == "error"]
+    assert {r.case for r in errors} == {c.id for c in CASES}  # three failed starts, one per case
+    assert "cannot start adapter /nonexistent/adapter" in errors[0].message
+    assert {r.outcome for r in run.results[len(errors) :]} == {"not-run"}
+    assert run.down is not None and run.down.faults == 3
+    assert "cannot start adapter /nonexistent/adapter" in run.down.describe()
 
 
 def test_a_healthy_adapter_stays_one_process_for_many_cases():

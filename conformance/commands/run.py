@@ -1,23 +1,34 @@
 """``conformance run``: run the fixtures against adapters and gate on the result.
 
 Without --adapter, every registered adapter whose requirements are met runs
-(built first when its build is stale); unavailable ones are reported with
-their reason. Exit 0 when nothing unexpected happened, 1 on conformance
-failures (failed, error, unexpected pass, failed build), 2 on usage errors.
+(built first when its build is stale, saying so); unavailable ones are
+reported with their reason. Exit 0 when nothing unexpected happened, 1 on
+conformance failures (failed, error, unexpected pass, not run, failed build),
+2 on usage errors (zero cases selected among them), 130 or 143 when
+interrupted by Ctrl-C or SIGTERM, after the partial reports are written.
+
+Timeouts, most specific first: --timeout / --handshake-timeout, the adapter's
+registry entry, the defaults in conformance.transport. --max-time bounds the
+whole run: what did not run by then is reported as not run.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import signal
 import sys
+import time
 from pathlib import Path
+from types import FrameType
+from typing import Optional
 
 from ..expected import Expected, load_expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
 from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
-from ..report import details_text, matrix_text, summary_line, write_json, write_junit, write_markdown
-from ..runner import AdapterRun, Result, progress_printer, run_adapter, select
-from ..transport import SubprocessTransport
+from ..report import LiveLog, details_text, matrix_text, summary_line, versions_line, write_json, write_junit, write_markdown
+from ..runner import AdapterRun, Result, not_run, run_adapter, select
+from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, SubprocessTransport
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -30,14 +41,33 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.add_argument("--expected-failures", type=Path, metavar="FILE", help="expected-failures file for --command")
     parser.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose id matches (fnmatch; repeatable)")
     parser.add_argument("--shard", metavar="K/N", help="run the K-th of N equal shares of the cases")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-case timeout (default 60)")
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help=f"per-case timeout (default: the registry's, else {CASE_TIMEOUT:g})"
+    )
+    parser.add_argument(
+        "--handshake-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"how long an adapter has to answer hello (default: the registry's, else {HANDSHAKE_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        metavar="SECONDS",
+        help="budget for the whole run: what has not run by then is reported as not run (default: none)",
+    )
+    parser.add_argument(
+        "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write the matrix as Markdown")
     parser.add_argument(
         "--update-expected", action="store_true", help="rewrite each adapter's expected-failures file from this run"
     )
-    parser.add_argument("--registry", type=Path, default=REGISTRY, help="adapter registry (default: adapters/adapters.toml)")
+    parser.add_argument(
+        "--registry", type=Path, default=REGISTRY, help="adapter registry (default: the kit checkout's adapters/adapters.toml)"
+    )
     parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
     parser.set_defaults(handler=run)
 
@@ -57,6 +87,15 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return k, n
 
 
+def positive(value: Optional[float], option: str) -> Optional[float]:
+    """A positive number of seconds (or None), or a usage error."""
+    from ..cli import UsageError
+
+    if value is not None and not value > 0:
+        raise UsageError(f"{option} {value:g}: must be a positive number of seconds")
+    return value
+
+
 def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
     """The adapters this run uses, from --command, --adapter or the whole registry."""
     from ..cli import UsageError
@@ -68,6 +107,10 @@ def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
             adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(args.expected_failures.resolve())})
         adapters.append(adapter)
     if args.adapter or not args.command:
+        if not args.registry.exists():
+            raise UsageError(
+                f"no adapter registry at {args.registry}: give the adapter as --command CMD, or a registry as --registry FILE"
+            )
         try:
             registry = load_registry(args.registry)
         except RegistryError as error:
@@ -79,36 +122,65 @@ def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
     return adapters
 
 
+def empty_selection_message(fixtures_dir: Path, total: int, patterns: Optional[list[str]], shard: object) -> str:
+    """Why zero cases were selected, naming the folder looked in."""
+    if total == 0:
+        return (
+            f"no case found: the fixtures folder {fixtures_dir} has no fixture files"
+            + ("" if fixtures_dir.is_dir() else " (it does not exist)")
+            + "; point --fixtures at the corpus, or reinstall the kit"
+        )
+    chosen = f"--case {' '.join(patterns)}" if patterns else "the selection"
+    extra = f" with --shard {shard}" if shard else ""
+    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {fixtures_dir} (--allow-empty accepts that)"
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C so that the adapters are stopped and the partial reports written."""
+
+
+def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
+    raise _Terminated("interrupted by SIGTERM")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run, report, and return the exit code."""
+    from ..cli import UsageError
+
     shard = parse_shard(args.shard)
+    timeout = positive(args.timeout, "--timeout")
+    handshake_timeout = positive(args.handshake_timeout, "--handshake-timeout")
+    max_time = positive(args.max_time, "--max-time")
     adapters = choose_adapters(args)
     corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
     fixtures = select(corpus, args.case, shard)
-    if not fixtures and not fixture_bugs:
-        from ..cli import UsageError
-
-        raise UsageError(f"no case matches {args.case}")
+    if not fixtures and not fixture_bugs and not args.allow_empty:
+        raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, args.shard))
+    deadline = None if max_time is None else time.monotonic() + max_time
+    budget_note = f"the run's --max-time budget of {max_time:g} s ran out" if max_time else ""
+    log = LiveLog()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     runs: list[AdapterRun] = []
     build_failures: list[str] = []
-    for adapter in adapters:
-        missing = adapter.missing()
-        if missing:
-            runs.append(AdapterRun(adapter.name, available=False, reason=missing))
-            continue
-        failure = adapter.run_build()
-        if failure:
-            build_failures.append(f"{adapter.name}: {failure}")
-            runs.append(AdapterRun(adapter.name, available=False, reason="build failed"))
-            continue
-        expected = load_expected(adapter.expected_failures_path())
-        transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env, timeout=args.timeout)
-        try:
-            runs.append(run_adapter(adapter.name, transport, fixtures, expected, progress_printer(adapter.name)))
-        finally:
-            transport.close()
-        if args.update_expected:
-            _update_expected(adapter, runs[-1], expected)
+    interrupted = ""
+    try:
+        for adapter in adapters:
+            if interrupted:
+                runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
+                continue
+            try:
+                one, build_failure = _run_one(adapter, args, fixtures, timeout, handshake_timeout, deadline, budget_note, log)
+            except KeyboardInterrupt as interrupt:  # during a build or between cases
+                interrupted = str(interrupt) or "interrupted (Ctrl-C)"
+                runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
+                continue
+            runs.append(one)
+            interrupted = one.interrupted
+            if build_failure:
+                build_failures.append(f"{adapter.name}: {build_failure}")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(versions_line())
     print(matrix_text(runs))
     details = details_text(runs)
     if details:
@@ -126,13 +198,70 @@ def run(args: argparse.Namespace) -> int:
         write_junit(runs, args.junit)
     if args.markdown:
         write_markdown(runs, args.markdown)
+    if interrupted:
+        print(f"conformance: {interrupted}; the reports cover what ran before it", file=sys.stderr)
+        return 143 if "SIGTERM" in interrupted else 130
     if fixture_bugs:
         return 2
     unexpected = any(run.unexpected for run in runs) or build_failures
     return 1 if unexpected and not args.update_expected else 0
 
 
-def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected]) -> None:
+def _not_started(adapter: AdapterConfig, fixtures: list, why: str) -> AdapterRun:
+    run = AdapterRun(adapter.name)
+    for fixture in fixtures:
+        run.results += not_run(adapter.name, fixture, why)
+    return run
+
+
+def _run_one(
+    adapter: AdapterConfig,
+    args: argparse.Namespace,
+    fixtures: list,
+    timeout: Optional[float],
+    handshake_timeout: Optional[float],
+    deadline: Optional[float],
+    budget_note: str,
+    log: LiveLog,
+) -> tuple[AdapterRun, Optional[str]]:
+    """One adapter's run, and its build failure if the build failed."""
+    missing = adapter.missing()
+    if missing:
+        log.note(f"{adapter.name}: unavailable: {missing}")
+        return AdapterRun(adapter.name, available=False, reason=missing), None
+    failure = adapter.run_build(log.note)
+    if failure:
+        log.note(f"{adapter.name}: build failed")
+        return AdapterRun(adapter.name, available=False, reason="build failed"), failure
+    expected = load_expected(adapter.expected_failures_path(), missing_ok=args.update_expected)
+    transport = SubprocessTransport(
+        adapter.argv(),
+        cwd=adapter.cwd,
+        env=adapter.env,
+        timeout=timeout or adapter.timeout or CASE_TIMEOUT,
+        start_timeout=handshake_timeout or adapter.handshake_timeout or HANDSHAKE_TIMEOUT,
+    )
+    log.start(adapter.name, len(fixtures))
+    try:
+        run = run_adapter(
+            adapter.name,
+            transport,
+            fixtures,
+            expected,
+            log.progress,
+            deadline=deadline,
+            budget_note=budget_note,
+            on_result=log.results,
+        )
+    finally:
+        transport.close()
+    log.finish(run)
+    if args.update_expected:
+        _update_expected(adapter, run, expected, args)
+    return run, None
+
+
+def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected], args: argparse.Namespace) -> None:
     path = adapter.expected_failures_path()
     if path is None:
         print(f"{adapter.name}: no expected_failures file is configured; nothing updated", file=sys.stderr)
@@ -145,9 +274,10 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
         previous = next((e for e in old if e.matches(result.case, result.level)), None)
         reason = previous.reason if previous else (result.diagnosis[0] if result.diagnosis else result.message.splitlines()[0])
         entries.append(Expected(result.case, result.level, reason))
+    command = shlex.join(["conformance", *getattr(args, "argv", ["run", "--update-expected"])])
     header = (
         f"Expected failures of the {adapter.name} adapter: case pattern, level and the reason.\n"
-        f"Rewritten by `conformance run --adapter {adapter.name} --update-expected`; edit the reasons freely."
+        f"Rewritten by `{command}`; edit the reasons freely."
     )
     write_expected(path, entries, header)
     print(f"{adapter.name}: wrote {len(entries)} expected failure(s) to {path}", file=sys.stderr)

@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/llm_step.py --repeat 3
 	$(BIN)/python bench/fuzz_rate.py
+	$(BIN)/python bench/unresponsive.py
 
 clean:
 	rm -rf $(VENV)

@@ -12,19 +12,39 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import explain, fuzz, list_cases, regen, run, train
+from .commands import docs, explain, fuzz, list_cases, regen, run, train
 
-COMMANDS = [run, list_cases, explain, regen, fuzz, train]
+COMMANDS = [run, list_cases, explain, regen, fuzz, train, docs]
 
 
 class UsageError(Exception):
     """A mistake in the command line or configuration; reported as one line, exit 2."""
 
 
+def version_text() -> str:
+    """The kit, protocol and fixture format versions, and where the corpus comes from."""
+    from .fixture import FIXTURES_DIR, FORMAT_VERSION, in_checkout
+    from .transport import PROTOCOL_VERSION
+
+    where = "the kit's checkout" if in_checkout() else "the installed package"
+    return (
+        f"conformance {__version__} (protocol {PROTOCOL_VERSION}, fixture format {FORMAT_VERSION}); "
+        f"corpus: {FIXTURES_DIR} ({where})"
+    )
+
+
+class _Version(argparse.Action):
+    """Print version_text() unwrapped (argparse's own version action re-wraps it) and exit."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object, option: object = None) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="conformance", description="Conformance kit for scalar reverse-mode autodiff engines.")
-    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the versions and where the corpus comes from")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(subparsers)

@@ -1,4 +1,10 @@
-"""``conformance regen [--check]``: write the canonical fixtures, or check they are current."""
+"""``conformance regen [--check]``: write the canonical fixtures, or check they are current.
+
+In the kit's checkout it writes (or checks) the repository's ``fixtures/``.
+In an installed kit ``--check`` proves that the corpus shipped in the package
+is what its reference generates; writing there is refused (the package is not
+the place to edit), unless ``--fixtures DIR`` names another folder.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..fixture import FIXTURES_DIR
+from ..fixture import FIXTURES_DIR, in_checkout
 from ..generate import all_cases, compare, generate, write
 
 
@@ -20,7 +26,14 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Generate every case; write or check."""
+    from ..cli import UsageError
+
     root: Path = args.fixtures
+    if not args.check and root == FIXTURES_DIR and not in_checkout():
+        raise UsageError(
+            f"regen writes the kit checkout's fixtures/, and this kit is an installed package ({root} is its shipped "
+            "corpus): use `conformance regen --check`, or --fixtures DIR to write a copy elsewhere"
+        )
     expected = generate(all_cases(), root)
     drift = compare(expected, root) if args.check else write(expected, root)
     if drift.clean:

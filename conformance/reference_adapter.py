@@ -1,0 +1,33 @@
+"""The reference engine as an adapter: ``python -m conformance.reference_adapter``.
+
+It speaks docs/protocol.md on stdin/stdout like any other engine, and ships
+with the kit, so an installed kit can check itself from any folder, and a
+porter can watch a correct adapter's replies (``echo '{"type":"hello",
+"protocol":1}' | python -m conformance.reference_adapter``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import reference
+
+from .execute import run_program
+from .program import DECLARABLE_OPS
+from .serve import serve
+
+HELLO = {
+    "engine": {"name": "reference", "version": reference.__version__, "language": "python"},
+    "ops": list(DECLARABLE_OPS),
+    "levels": ["values", "gradients", "errors", "trace", "order"],
+    "features": ["seed"],
+}
+
+
+def main() -> int:
+    """Serve the protocol until shutdown or end of input."""
+    return serve(HELLO, run_program)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The kit as a porter gets it: a wheel built from this checkout, installed into a fresh virtual environment.
+
+Built once per test process (and once per xdist worker that asks), in a temporary folder outside the
+checkout; no test touches the checkout's own .venv for it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_SKIP = shutil.ignore_patterns(".git", ".venv", "target", "bin", "build", "*.egg-info", "__pycache__", ".hypothesis", "*_cache")
+
+
+@cache
+def wheel() -> Path:
+    """The kit's wheel, built from a copy of the checkout (a build writes into its source folder)."""
+    work = Path(tempfile.mkdtemp(prefix="kit-wheel-"))
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=_SKIP)
+    out = work / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (found,) = out.glob("scalar_conformance-*.whl")
+    return found
+
+
+@cache
+def venv() -> Path:
+    """A fresh virtual environment with the wheel installed with its pytest extra; returns its bin folder."""
+    folder = Path(tempfile.mkdtemp(prefix="kit-venv-")) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    subprocess.run(
+        [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel()}[pytest]"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return folder / "bin"

@@ -296,7 +296,8 @@ class _Gatherer:
 
     def __init__(self, state: _State) -> None:
         self.state = state
-        self.results: list[dict[str, Any]] = []
+        # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
+        self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.downs: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -306,14 +307,15 @@ class _Gatherer:
         for name, value in report.user_properties:
             if name == _PROPERTY:
                 data = json.loads(str(value))
-                self.results.extend(data["results"])
+                for result in data["results"]:
+                    self.results[(result["adapter"], result["case"], result["level"])] = result
                 if data["down"]:
                     self.downs[data["adapter"]] = data["down"]
 
     def runs(self) -> list[AdapterRun]:
         """The gathered results as one AdapterRun per adapter."""
         runs: dict[str, AdapterRun] = {}
-        for data in self.results:
+        for data in self.results.values():
             run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
             run.results.append(
                 Result(

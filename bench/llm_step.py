@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/llm_step.py [--repeat N] [--document WORD]
 
 One step is the forward graph of one document's loss at reference width
-(DESIGN.md 7) and its backward. The reference builds it from its own model
+(docs/contract.md section 11) and its backward. The reference builds it from its own model
 code; the same graph, written as an op program (``conformance/llm.py``), goes
 to the ports' bench binaries when they have been built:
 
@@ -15,7 +15,7 @@ binary's nodes are the program's creation steps, which include the few
 parameters this document does not reach; the reference counts the nodes the
 loss reaches. Each engine's best of ``--repeat`` runs is shown as nodes/s and
 as a ratio to the reference measured in the same run, beside microGPT's
-250k nodes/s from DESIGN.md 8. The output is a Markdown table.
+250k nodes/s from the project brief. The output is a Markdown table.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from conformance.wire import to_json_ready  # noqa: E402
 from reference.model import GPT, GPTConfig  # noqa: E402
 from reference.tokenizer import encode  # noqa: E402
 
-#: microGPT's pure-Python Value, end to end (DESIGN.md 8).
+#: microGPT's pure-Python Value, end to end (the project brief).
 MICROGPT_NODES_PER_SECOND = 250_000
 #: An element name of the corpus's median length (8 letters), so 9 positions.
 DOCUMENT = "hydrogen"

@@ -1,6 +1,6 @@
 """Compare an adapter's observations with a fixture's expectations, level by level.
 
-``compare_level`` returns the differences at one level (DESIGN.md 3.6,
+``compare_level`` returns the differences at one level (docs/contract.md section 10,
 docs/protocol.md "Levels"), each with the step, the JSON path of the
 difference, expected and actual values and, for floats, their ulp distance.
 Floats follow the fixture's comparison policy; ids, kinds, slots and booleans

@@ -1,4 +1,4 @@
-"""The fixture file format (DESIGN.md 4): model, loading with validation, canonical text.
+"""The fixture file format (docs/fixtures.md): model, loading with validation, canonical text.
 
 One case per file; the case id is the path under ``fixtures/`` without
 ``.json``. A fixture carries its format version, id, description, the ops,

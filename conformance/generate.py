@@ -4,7 +4,7 @@ Cases come from the TOML files in ``conformance/cases/`` (hand-written, one
 ``[[case]]`` table each) and from the Python families in
 ``conformance/cases/families.py``. For every case the reference runs the
 program, and the generator decides the levels the case checks and its
-comparison policy (DESIGN.md 3.6): ``exact`` only when every op is IEEE-exact
+comparison policy (docs/contract.md section 10): ``exact`` only when every op is IEEE-exact
 and every pass adjoint sum is provably independent of summation order,
 otherwise a tolerance. ``regen`` writes atomically; ``regen --check`` only
 compares and lists stale, missing and extra files.
@@ -153,7 +153,7 @@ def default_levels(program: Program, observations: list[dict[str, Any]]) -> tupl
 
 
 def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> Comparison:
-    """Exact when provably order-independent and IEEE-exact, else a tolerance (DESIGN.md 3.6)."""
+    """Exact when provably order-independent and IEEE-exact, else a tolerance (docs/contract.md section 10)."""
     leaves = {"variable", "constant", "detach"}
     inexact = sorted({step.op for step in program if step.id and step.op not in IEEE_EXACT_OPS} - leaves)
     crowded = _order_dependent_sums(observations)

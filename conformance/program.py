@@ -1,4 +1,4 @@
-"""Programs: lists of steps over named nodes (DESIGN.md 3.5), parsed and checked.
+"""Programs: lists of steps over named nodes (docs/contract.md section 8), parsed and checked.
 
 A program arrives as plain data (from a TOML case file, a fixture or the wire)
 and becomes a tuple of frozen ``Step`` objects. Every mistake is reported as a

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for random programs (DESIGN.md 3.5).
+"""Hypothesis strategies for random programs (docs/contract.md section 8).
 
 ``programs()`` draws valid programs: leaves, any subset of the ops, repeated
 operands, shared subgraphs, detach, several outputs, seeds, repeated backward

@@ -1,4 +1,4 @@
-"""The JSON float encoding shared by fixtures and the adapter protocol (DESIGN.md 4).
+"""The JSON float encoding shared by fixtures and the adapter protocol (docs/fixtures.md).
 
 Finite numbers are written as the shortest decimal that round-trips (Python's
 float repr), non-finite ones as the strings ``"inf"``, ``"-inf"`` and ``"nan"``,

@@ -1,6 +1,6 @@
 """The reference scalar reverse-mode autodiff engine of the conformance kit.
 
-Its semantics are the contract of DESIGN.md 3: every other engine is compared
+Its semantics are the contract of docs/contract.md: every other engine is compared
 with what this one computes. Build graphs with ``variable`` and ``constant``,
 combine nodes with the op methods (add sub mul div neg pow exp log tanh relu)
 or Python operators, call ``backward`` for a pass record and ``zero_grad`` to

@@ -1,4 +1,4 @@
-"""Adam with a linearly decaying learning rate, the optimiser of DESIGN.md 7.
+"""Adam with a linearly decaying learning rate, the optimiser of docs/contract.md section 11.
 
 ``Adam(parameters, total_steps)`` keeps one first and second moment per
 parameter (in the order given, which must not change between steps).

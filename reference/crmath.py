@@ -2,7 +2,7 @@
 
 exp, log, tanh and pow are evaluated by MPFR (through gmpy2) in an IEEE double
 context with subnormals, so every platform produces the same bits and fixture
-files are byte-identical wherever they are generated (DESIGN.md 3.2).
+files are byte-identical wherever they are generated (docs/contract.md section 4).
 
 Every function here returns the IEEE result and never raises: overflow gives
 inf, log(0) gives -inf, an invalid operation gives nan. Python's own ``math``

@@ -1,4 +1,4 @@
-"""The eight typed errors of the contract (DESIGN.md 3.1-3.3).
+"""The eight typed errors of the contract (docs/contract.md sections 3-5).
 
 Every error carries its fields as attributes and in ``fields`` (in the
 contract's order), and its ``kind`` is the contract's kebab-case name, the

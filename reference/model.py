@@ -1,4 +1,4 @@
-"""The tiny GPT of DESIGN.md 7, built only from the reference's scalar ops.
+"""The tiny GPT of docs/contract.md section 11, built only from the reference's scalar ops.
 
 No derivative is written here: every number of the forward pass is a
 ``Node`` made by the op table, so ``loss.backward()`` is the engine's own

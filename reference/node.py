@@ -2,10 +2,10 @@
 
 A ``Node`` is one scalar of the graph. It keeps its operands as an ordered
 tuple with one local derivative per operand slot, so ``x*x`` holds two edges
-to the same ``x`` and never merges them (DESIGN.md 2). The topological order
+to the same ``x`` and never merges them (docs/contract.md section 1). The topological order
 is computed iteratively (a million-node chain works) and backward computes
 fresh pass adjoints, checks every contribution and every prospective stored
-gradient, and commits only when all checks passed (DESIGN.md 3.3).
+gradient, and commits only when all checks passed (docs/contract.md section 5).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pass record: what one backward call computed, node by node and edge by edge.
 
-``Node.backward`` returns a ``PassRecord`` (DESIGN.md 3.3 step 7). Node fields
+``Node.backward`` returns a ``PassRecord`` (docs/contract.md section 5, "The pass record"). Node fields
 hold node handles; the fixture layer names them by program id.
 """
 

@@ -1,4 +1,4 @@
-"""The character tokenizer of the tiny GPT (DESIGN.md 7): 26 letters and a boundary token.
+"""The character tokenizer of the tiny GPT (docs/contract.md section 11): 26 letters and a boundary token.
 
 Letters ``a``-``z`` are tokens 0-25 and ``BOS`` (26) marks both ends of a
 document, so ``"emma"`` becomes ``[26, 4, 12, 12, 0, 26]``: the model learns

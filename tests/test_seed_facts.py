@@ -1,4 +1,4 @@
-"""Every seed fact of DESIGN.md 3.6, one named test each, on the reference engine."""
+"""Every seed fact of docs/contract.md section 10, one named test each, on the reference engine."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""The tiny GPT as fixtures (DESIGN.md 7): op programs under ``llm/`` and a model-level record.
+"""The tiny GPT as fixtures (docs/contract.md section 11): op programs under ``llm/`` and a model-level record.
 
 Two op-program cases prove a port's engine computes the model's loss and
 every parameter's gradient: ``llm/one-document`` (one forward and backward)
@@ -67,7 +67,7 @@ def _parameter_ids(config: GPTConfig) -> str:
 
 def _describe(config: GPTConfig, seed: int) -> str:
     return (
-        f"The tiny GPT of DESIGN.md 7 at {config.n_layer} layer, {config.n_embd} embedding dims, {config.n_head} heads, "
+        f"The tiny GPT of docs/contract.md section 11 at {config.n_layer} layer, {config.n_embd} embedding dims, {config.n_head} heads, "
         f"block size {config.block_size}, vocabulary {config.vocab_size} (init seed {seed}). Parameters, row by row: "
         f"{_parameter_ids(config)}; c<k> are constants, n<k> operation results."
     )

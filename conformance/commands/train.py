@@ -1,6 +1,6 @@
 """``conformance train``: train the tiny GPT on the reference engine and show the loss falling.
 
-Trains at reference width (DESIGN.md 7) with Adam, one document per step:
+Trains at reference width (docs/contract.md section 11) with Adam, one document per step:
 the corpus (the built-in element names, or ``--corpus FILE`` with one
 document per line) is shuffled with ``--seed`` and cycled. On a terminal a
 progress line shows the step, the loss and the engine's speed in graph nodes

@@ -1,6 +1,6 @@
 package autograd
 
-// PassRecord is what one successful backward computed (DESIGN.md 3.3 step 7):
+// PassRecord is what one successful backward computed (docs/contract.md section 5, "The pass record"):
 // the seed, the nodes in the order backward took them (tape order, output
 // last), and the operand edges in processing order.
 type PassRecord struct {

@@ -2,7 +2,7 @@ package autograd
 
 import "fmt"
 
-// The contract's error kinds (DESIGN.md 3), the same kebab-case strings the
+// The contract's error kinds (docs/contract.md), the same kebab-case strings the
 // Python reference, the Rust port and the wire protocol use.
 const (
 	KindNonFiniteLeaf                = "non-finite-leaf"

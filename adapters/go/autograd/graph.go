@@ -3,7 +3,7 @@
 // Backward walks that tape backwards from an output, restricted to the nodes
 // the output reaches.
 //
-// It meets the semantic contract of the conformance kit (DESIGN.md 3): every
+// It meets the semantic contract of the conformance kit (docs/contract.md): every
 // operand occurrence is its own edge (x*x has two edges to x), each backward
 // computes fresh pass adjoints and adds them to the stored gradients only after
 // every check passed, and nothing is recursive, so a million-node chain works.

@@ -5,7 +5,7 @@ import "math"
 // Op names what made a node: one of the three leaf kinds or a row of the op table.
 type Op uint8
 
-// The leaf kinds and the operations of the contract (DESIGN.md 3.1-3.2), in the
+// The leaf kinds and the operations of the contract (docs/contract.md sections 3-4), in the
 // contract's order.
 const (
 	OpVariable Op = iota

@@ -6,7 +6,7 @@ import (
 	"scalarkit/autograd"
 )
 
-// Adam is the optimiser of DESIGN.md 7: Adam with a learning rate that decays
+// Adam is the optimiser of docs/contract.md section 11: Adam with a learning rate that decays
 // linearly to zero over Steps steps.
 type Adam struct {
 	LR, Beta1, Beta2, Eps float64

@@ -1,4 +1,4 @@
-// Package gpt is the tiny GPT of DESIGN.md 7, built only from autograd's scalar
+// Package gpt is the tiny GPT of docs/contract.md section 11, built only from autograd's scalar
 // ops: no derivative is written by hand, so a correct gradient here is a
 // correct engine.
 //

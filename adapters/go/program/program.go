@@ -1,5 +1,5 @@
 // Package program parses conformance programs (lists of steps over named
-// nodes, DESIGN.md 3.5) and runs them on the autograd engine, observing every
+// nodes, docs/contract.md section 8) and runs them on the autograd engine, observing every
 // step exactly as conformance/execute.py does. The adapter command and the
 // fixture tests share this code, so what the tests check is what the harness
 // sees on the wire.

@@ -1,5 +1,5 @@
 // Package wire is the JSON float encoding shared by fixtures and the adapter
-// protocol (docs/protocol.md "Numbers"; DESIGN.md 4).
+// protocol (docs/protocol.md "Numbers"; docs/fixtures.md).
 //
 // A finite float is written as the shortest decimal that round-trips, in the
 // same spelling as Python's repr (8.0, 0.1, 1e+300, 1e-05), so the Go adapter's

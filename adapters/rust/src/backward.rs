@@ -1,4 +1,4 @@
-//! Topology, backward and zero_grad (DESIGN.md 3.3 and 3.4).
+//! Topology, backward and zero_grad (docs/contract.md sections 5-7).
 //!
 //! The topological order is the canonical one: depth-first post-order from the
 //! output, operands visited in slot order, computed with an explicit stack so

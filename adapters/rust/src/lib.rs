@@ -1,6 +1,6 @@
 //! A scalar reverse-mode autodiff engine: the Rust port of the conformance kit's reference.
 //!
-//! Its semantics are the contract of DESIGN.md section 3, the same as the Python
+//! Its semantics are the contract of docs/contract.md, the same as the Python
 //! reference (`reference/`): the same op names (add sub mul div neg pow exp log
 //! tanh relu), the same error kinds, the same canonical topology and pass record.
 //!

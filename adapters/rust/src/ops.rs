@@ -1,7 +1,7 @@
 //! The op table: every operation's name, arity, value and local derivatives.
 //!
 //! This is the single place where the engine's arithmetic is written down
-//! (DESIGN.md 3.2), mirroring `reference/ops.py`. Each rule takes the operands'
+//! (docs/contract.md section 4), mirroring `reference/ops.py`. Each rule takes the operands'
 //! forward values (and, for pow, the constant exponent) and returns the result
 //! value together with one local derivative per operand slot, evaluated from the
 //! forward values exactly as the contract's formula is written, so the formula

@@ -1,4 +1,4 @@
-//! Programs: lists of steps over named nodes (DESIGN.md 3.5), parsed and checked.
+//! Programs: lists of steps over named nodes (docs/contract.md section 8), parsed and checked.
 //!
 //! This mirrors `conformance/program.py`: a program arrives as plain JSON data
 //! (from a fixture or the wire) and becomes a checked [`Program`]. Every mistake

@@ -1,7 +1,7 @@
 //! The pass record: what one backward call computed, node by node and edge by edge.
 //!
 //! [`Scalar::backward`](crate::Scalar::backward) returns a [`PassRecord`]
-//! (DESIGN.md 3.3 step 7). Node fields hold [`Scalar`] handles; the program
+//! (docs/contract.md section 5, "The pass record"). Node fields hold [`Scalar`] handles; the program
 //! runner names them by program id.
 
 use crate::scalar::{Operation, Scalar};

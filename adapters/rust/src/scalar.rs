@@ -3,7 +3,7 @@
 //! A [`Scalar`] is a cheap, cloneable handle (`Rc`) to one node of the graph. A
 //! node keeps its operands as ordered operand edges, one per slot with its local
 //! derivative, so `x*x` holds two edges to the same `x` and never merges them
-//! (DESIGN.md 2). Values, edges and the tracked flag never change after
+//! (docs/contract.md section 1). Values, edges and the tracked flag never change after
 //! creation; only the stored gradient does, so it lives in a `Cell`.
 //!
 //! Dropping the last handle to a deep graph is iterative (see `Drop for Node`),

@@ -1,4 +1,4 @@
-//! The JSON encoding shared by fixtures and the adapter protocol (DESIGN.md 4).
+//! The JSON encoding shared by fixtures and the adapter protocol (docs/fixtures.md).
 //!
 //! Writing: a finite float is the shortest decimal that round-trips (`8.0`,
 //! `0.1`, `1e300`), negative zero keeps its sign (`-0.0`), and inf, -inf and

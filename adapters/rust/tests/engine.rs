@@ -1,4 +1,4 @@
-//! The contract's seed facts (DESIGN.md 3.6), a million-node chain, and the
+//! The contract's seed facts (docs/contract.md section 10), a million-node chain, and the
 //! gradient check, through the public API only.
 
 use scalar_autodiff::{Scalar, gradcheck, topology};

@@ -17,6 +17,7 @@ test: setup test-python test-rust test-go
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "== setting up $(VENV): the kit and its dev tools from PyPI (once; about a minute)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -24,24 +25,32 @@ $(STAMP): pyproject.toml
 
 PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/torch adapters/broken
 
+# Each suite prints a heading when it starts and its duration when it passes, so a long
+# `make test` shows where it is; a failing suite stops the run with its own output.
 lint: setup
-	$(BIN)/ruff check $(PY_SOURCES)
-	$(BIN)/ruff format --check $(PY_SOURCES)
-	$(BIN)/mypy
+	@echo "== Python lint: ruff, ruff format, mypy"
+	@t=$$(date +%s); $(BIN)/ruff check $(PY_SOURCES) && $(BIN)/ruff format --check $(PY_SOURCES) && $(BIN)/mypy \
+	  && echo "== Python lint passed in $$(( $$(date +%s) - t )) s"
 
 test-python: lint
-	$(BIN)/conformance regen --check
-	$(BIN)/python -m pytest -n auto -q
+	@echo "== Python: regen --check, then pytest on every core (the slowest tests are listed at the end)"
+	@t=$$(date +%s); $(BIN)/conformance regen --check \
+	  && $(BIN)/python -m pytest -n auto -q -o console_output_style=count --durations=5 \
+	  && echo "== Python passed in $$(( $$(date +%s) - t )) s"
 
 test-rust:
 	@if [ -d adapters/rust ] && command -v cargo >/dev/null 2>&1; then \
-	  cd adapters/rust && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings && cargo test --quiet; \
-	else echo "skipping Rust: adapters/rust or cargo missing"; fi
+	  echo "== Rust: cargo fmt --check, clippy, cargo test (the first build takes a minute)"; t=$$(date +%s); \
+	  cd adapters/rust && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings && cargo test --quiet \
+	  && echo "== Rust passed in $$(( $$(date +%s) - t )) s"; \
+	else echo "== skipping Rust: adapters/rust or cargo missing"; fi
 
 test-go:
 	@if [ -d adapters/go ] && command -v go >/dev/null 2>&1; then \
-	  cd adapters/go && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...; \
-	else echo "skipping Go: adapters/go or go missing"; fi
+	  echo "== Go: gofmt, go vet, go test"; t=$$(date +%s); \
+	  cd adapters/go && { test -z "$$(gofmt -l .)" || { echo "gofmt: these files need formatting:"; gofmt -l .; false; }; } && go vet ./... && go test ./... \
+	  && echo "== Go passed in $$(( $$(date +%s) - t )) s"; \
+	else echo "== skipping Go: adapters/go or go missing"; fi
 
 bench: setup
 	$(BIN)/python bench/run.py

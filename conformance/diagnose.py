@@ -1,9 +1,12 @@
 """Name the likely bug behind a wrong answer, by reproducing it.
 
 For a failed (case, level), every variant of the broken-engine catalogue
-(``conformance.mutants``) runs the same program; a variant whose answers agree
-with the adapter's at that level reproduces the failure, and its description
-is the diagnosis. Two patterns are also named directly: a backward that failed
+(``conformance.mutants``) runs the same program; a variant reproduces the
+failure only when it fails there too and its whole observation of every step
+agrees with the adapter's: values, stored gradients, which steps fail and
+with what error, and the failing level's own fields. Then its description is
+the diagnosis; when no variant reproduces the failure, none is named (a guess
+would send the porter after the wrong bug). Two patterns are also named directly: a backward that failed
 but changed stored gradients, and a crash that reads like a recursion limit.
 """
 
@@ -33,10 +36,20 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
         variant_fails = bool(compare_level(fixture, simulated, level, limit=1)[0])
-        if variant_fails and not compare_level(replace(fixture, expected=tuple(simulated)), observations, level, limit=1)[0]:
+        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level):
             if description not in found:
                 found.append(description)
     return found
+
+
+#: The levels every observation carries, whatever the adapter declares: together they compare
+#: each step whole in both directions (a step that fails on one side only differs at
+#: ``gradients`` when the variant succeeded there, and at ``errors`` when the variant failed).
+_WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
+
+
+def _reproduces(variant: Fixture, observations: list[Any], level: str) -> bool:
+    return not any(compare_level(variant, observations, each, limit=1)[0] for each in {level, *_WHOLE_STEP_LEVELS})
 
 
 _CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}

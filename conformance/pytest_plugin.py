@@ -90,6 +90,15 @@ OPTIONS = (
 )
 
 
+def options_markdown() -> str:
+    """The table of options and ini keys that README.md shows (a test holds the two equal)."""
+    rows = ["| option | ini key | meaning |", "|---|---|---|"]
+    for option in OPTIONS:
+        flag = f"`{option.flag} {option.metavar}`"
+        rows.append(f"| {flag} | `{option.ini}` | {option.help} |")
+    return "\n".join(rows)
+
+
 @dataclass
 class _Engine:
     config: AdapterConfig
@@ -273,7 +282,7 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:
         with subtests.test(msg=result.level, level=result.level):
-            text = "\n".join([result.message, *(f"likely bug: {d}" for d in result.diagnosis)])
+            text = result.explanation()
             if result.outcome == "unsupported":
                 pytest.skip(f"unsupported: {result.message}")
             elif result.outcome == "xfailed":

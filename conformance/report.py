@@ -110,9 +110,8 @@ def details_text(runs: list[AdapterRun]) -> str:
             else:
                 shown = ", ".join(cases[:5]) + (f", and {len(cases) - 5} more" if len(cases) > 5 else "")
                 where = f"{len(group)} results in {len(cases)} case(s): {shown}"
-            block = [f"{_WORDS[first.outcome]} {first.adapter} {where}", f"  {first.message}"]
-            for hint in first.diagnosis:
-                block.append(f"  likely bug: {hint}")
+            block = [f"{_WORDS[first.outcome]} {first.adapter} {where}"]
+            block += [f"  {line}" for line in first.explanation().splitlines()]
             blocks.append("\n".join(block))
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
@@ -195,7 +194,7 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
             ET.SubElement(case, "error", message=summary).text = run.down.describe()
         for result in run.results:
             case = ET.SubElement(suite, "testcase", classname=f"{run.name}.{result.level}", name=result.case)
-            text = "\n".join([result.message, *(f"likely bug: {d}" for d in result.diagnosis)])
+            text = result.explanation()
             if result.outcome in ("failed", "xpassed"):
                 ET.SubElement(case, "failure", message=result.message.splitlines()[0] if result.message else "").text = text
             elif result.outcome == "error":

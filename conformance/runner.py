@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from .compare import compare_level
+from .contract import Rule, rules_for_case
 from .diagnose import diagnose, diagnose_error
 from .expected import Expected, find
 from .fixture import Fixture
@@ -55,7 +56,23 @@ class Result:
         if self.reason:
             data["reason"] = self.reason
         data["largest_ulps"] = self.largest_ulps
+        if self.outcome == "failed":
+            data["rules"] = [rule.id for rule in self.rules()]
         return data
+
+    def rules(self) -> list[Rule]:
+        """The contract rules a failed result's case exercises (none for other outcomes)."""
+        if self.outcome != "failed":
+            return []
+        return rules_for_case(self.case, self.level)
+
+    def explanation(self) -> str:
+        """The message, each likely bug, and the contract rules to read, one per line."""
+        lines = [self.message, *(f"likely bug: {hint}" for hint in self.diagnosis)]
+        rules = self.rules()
+        if rules:
+            lines.append(f"contract: {', '.join(rule.reference() for rule in rules)}; read it with `conformance docs contract`")
+        return "\n".join(lines)
 
 
 @dataclass

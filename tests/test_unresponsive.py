@@ -127,17 +127,20 @@ def test_failures_and_adapter_lines_show_while_the_run_goes_on_without_a_termina
 def test_an_interrupted_run_kills_the_adapter_and_still_writes_the_partial_report(signum, code, tmp_path):
     token = f"token-{uuid.uuid4().hex}"
     report = tmp_path / "report.json"
+    stuck = tmp_path / "stuck"
     process = subprocess.Popen(
         [CLI, "run", "--command", f"{sys.executable} {FAKE} hang-one {token} seed/reused-square", "--json", str(report)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        env={**os.environ, "UNRESPONSIVE_STUCK_FILE": str(stuck)},
     )
     deadline = time.monotonic() + 60
-    while not leftovers(token) and time.monotonic() < deadline:
+    while not stuck.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(1.5)  # well into the hang on seed/reused-square
+    assert leftovers(token), "the adapter should be running, stuck on seed/reused-square"
+    time.sleep(0.3)  # into the hang on seed/reused-square
     os.kill(process.pid, signum)
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == code, stderr

@@ -67,7 +67,8 @@ def _parameter_ids(config: GPTConfig) -> str:
 
 def _describe(config: GPTConfig, seed: int) -> str:
     return (
-        f"The tiny GPT of docs/contract.md section 11 at {config.n_layer} layer, {config.n_embd} embedding dims, {config.n_head} heads, "
+        f"The tiny GPT of docs/contract.md section 11 at {config.n_layer} layer, {config.n_embd} embedding dims, "
+        f"{config.n_head} heads, "
         f"block size {config.block_size}, vocabulary {config.vocab_size} (init seed {seed}). Parameters, row by row: "
         f"{_parameter_ids(config)}; c<k> are constants, n<k> operation results."
     )

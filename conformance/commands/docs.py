@@ -8,17 +8,8 @@ contract wherever it runs.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from ..fixture import PACKAGE_ROOT
-
-#: Where the documents are: the checkout's docs/ or the copy the wheel carries (setup.py).
-DOCS_DIRS = (PACKAGE_ROOT / "docs", Path(__file__).resolve().parent.parent / "docs")
-
-
-def docs_dir() -> Path:
-    """The folder holding the documents."""
-    return next((d for d in DOCS_DIRS if (d / "contract.md").exists() or (d / "protocol.md").exists()), DOCS_DIRS[0])
+from ..contract import docs_dir
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

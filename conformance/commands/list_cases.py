@@ -1,29 +1,88 @@
-"""``conformance list``: every case with its ops, features, levels and comparison policy."""
+"""``conformance list``: every case with its ops, features, levels and comparison policy.
+
+``conformance list --rules`` prints the contract's rule map instead: every rule
+of docs/contract.md with its section and the fixtures that exercise it, and
+fails (exit 1) when a rule names a fixture the corpus does not have.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from ..contract import ContractError, contract_path, load_rules
 from ..fixture import FIXTURES_DIR, load_corpus
 from ..runner import select
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Declare the subcommand."""
-    parser = subparsers.add_parser("list", help="list the cases with their ops and levels")
+    parser = subparsers.add_parser("list", help="list the cases with their ops and levels, or the contract's rules")
     parser.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose id matches (fnmatch)")
     parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
+    parser.add_argument(
+        "--rules", action="store_true", help="print every rule of the contract with the fixtures that exercise it"
+    )
+    parser.add_argument(
+        "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one line per case."""
-    fixtures = select(load_corpus(args.fixtures), args.case, None)
+    """Print one line per case (or per rule)."""
+    from ..cli import UsageError
+    from .run import empty_selection_message
+
+    if args.rules:
+        return _rules(args.fixtures)
+    corpus = load_corpus(args.fixtures)
+    fixtures = select(corpus, args.case, None)
+    if not fixtures and not args.allow_empty:
+        raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, None))
     width = max((len(f.id) for f in fixtures), default=0)
     for fixture in fixtures:
         ops = ",".join(fixture.ops) or "-"
         features = f"  features={','.join(fixture.features)}" if fixture.features else ""
         print(f"{fixture.id.ljust(width)}  ops={ops}  levels={','.join(fixture.levels)}  {fixture.comparison.mode}{features}")
     print(f"{len(fixtures)} cases")
+    return 0
+
+
+def known_fixture_ids(fixtures_dir: Path) -> set[str]:
+    """Every id a rule may name: each JSON file under the folder, by its path without ``.json``."""
+    return {
+        path.relative_to(fixtures_dir).with_suffix("").as_posix()
+        for path in fixtures_dir.rglob("*.json")
+        if not path.name.endswith(".schema.json")
+    }
+
+
+def _rules(fixtures_dir: Path) -> int:
+    from ..cli import UsageError
+
+    try:
+        rules = load_rules()
+    except ContractError as error:
+        raise UsageError(str(error)) from None
+    known = known_fixture_ids(fixtures_dir)
+    if not known:
+        raise UsageError(f"no fixture files in {fixtures_dir}; point --fixtures at the corpus")
+    missing = 0
+    section = ""
+    for rule in rules:
+        if rule.section != section:
+            section = rule.section
+            print(f"{section}. {rule.title}")
+        summary = rule.summary if len(rule.summary) <= 100 else rule.summary[:97] + "..."
+        print(f"  {rule.id}  {summary}")
+        for case in rule.fixtures:
+            flag = "" if case in known else "   <- no such fixture"
+            missing += bool(flag)
+            print(f"      {case}{flag}")
+    covered = {case for rule in rules for case in rule.fixtures} & known
+    print(f"{len(rules)} rules in {contract_path()}; they name {len(covered)} of {len(known)} fixtures")
+    if missing:
+        print(f"{missing} fixture id(s) named by a rule do not exist in {fixtures_dir}")
+        return 1
     return 0

@@ -11,6 +11,7 @@ Modes:
     orphan        starts a child that inherits stdout and sleeps, then exits at once
 """
 
+import os
 import subprocess
 import sys
 import time
@@ -56,6 +57,8 @@ def main():
         reply = {"type": "result", "case": case, "observations": run_program(parse_program(request["program"], case))}
         if mode == "hang-one" and case == target:
             print(f"stuck on {case}", file=sys.stderr, flush=True)
+            if os.environ.get("UNRESPONSIVE_STUCK_FILE"):  # tells a test that the hang has begun
+                open(os.environ["UNRESPONSIVE_STUCK_FILE"], "w").close()  # noqa: SIM115
             time.sleep(3600)
         OUT.write(dumps_line(reply) + "\n")
         if mode != "hang-run":

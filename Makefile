@@ -57,6 +57,7 @@ bench: setup
 	$(BIN)/python bench/llm_step.py --repeat 3
 	$(BIN)/python bench/fuzz_rate.py
 	$(BIN)/python bench/unresponsive.py
+	$(BIN)/python bench/mutation_score.py
 
 clean:
 	rm -rf $(VENV)

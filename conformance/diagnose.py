@@ -12,7 +12,7 @@ but changed stored gradients, and a crash that reads like a recursion limit.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from .compare import compare_level
@@ -87,3 +87,50 @@ def _changed_on_failure(fixture: Fixture, observations: list[Any]) -> Optional[s
         if isinstance(gradients, dict):
             previous = gradients
     return None
+
+
+@dataclass(frozen=True)
+class MutantScore:
+    """How the corpus fares against one bug of the catalogue."""
+
+    bug: str
+    killed_by: Optional[tuple[str, str]]
+    """The first (case, level) that fails, smallest programs first; level ``error`` when the engine crashes."""
+    named_first_at: Optional[tuple[str, str]]
+    """The first failing (case, level) whose diagnosis names this bug first, if any."""
+
+
+def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantScore]:
+    """Run every bug of the catalogue on the corpus in-process: is it caught, and is it named first?
+
+    Fixtures are tried smallest program first; for each bug at most ``diagnosed``
+    failing results are diagnosed (a diagnosis reruns the whole catalogue).
+    """
+    ordered = sorted(corpus, key=lambda fixture: (len(fixture.program), fixture.id))
+    scores = []
+    for bug, description in BUGS.items():
+        killed: Optional[tuple[str, str]] = None
+        named: Optional[tuple[str, str]] = None
+        tried = 0
+        for fixture in ordered:
+            if named is not None or tried >= diagnosed:
+                break
+            try:
+                observations = MutantEngine(bug).run(fixture.program)
+            except Exception as error:  # noqa: BLE001 - a crashing engine is caught as an adapter error
+                killed = killed or (fixture.id, "error")
+                tried += 1
+                if diagnose_error(f"{type(error).__name__}: {error}") == description:
+                    named = (fixture.id, "error")
+                continue
+            for level in fixture.levels:
+                if not compare_level(fixture, observations, level, limit=1)[0]:
+                    continue
+                killed = killed or (fixture.id, level)
+                tried += 1
+                hints = diagnose(fixture, observations, level)
+                if hints and hints[0] == description:
+                    named = (fixture.id, level)
+                    break
+        scores.append(MutantScore(bug, killed, named))
+    return scores

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
+from reference.crmath import cr_pow, ieee_div
 from reference.errors import (
     NODE_FIELDS,
     EngineError,
@@ -38,7 +39,7 @@ WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]
     "add": lambda a, r, c: (1.0, 0.0),
     "sub": lambda a, r, c: (1.0, 1.0),
     "mul": lambda a, r, c: (a[0], a[1]),
-    "div": lambda a, r, c: (1.0 / a[1], r / a[1]),
+    "div": lambda a, r, c: (ieee_div(1.0, a[1]), ieee_div(r, a[1])),
     "neg": lambda a, r, c: (1.0,),
     "pow": lambda a, r, c: (c * r,),  # type: ignore[operator]
     "exp": lambda a, r, c: (a[0],),
@@ -48,6 +49,8 @@ WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]
 }
 
 #: Every bug of the catalogue and its plain-words description, as a diagnosis prints it.
+#: When several bugs reproduce one failure, the diagnosis names them in this order, so a
+#: bug that is a special case of another comes first (see _SPECIFIC_FIRST below).
 BUGS: dict[str, str] = {
     "assign": "contributions assigned instead of added: each operand edge overwrites its parent's pass adjoint, "
     "so a node used more than once keeps only its last contribution",
@@ -61,7 +64,55 @@ BUGS: dict[str, str] = {
     "untracked-grads": "untracked nodes (constants, detached copies) are given gradients",
     "recursive-topo": "a recursive topological sort: deep graphs exhaust the stack",
     **{f"wrong-derivative-{op}": f"a wrong local derivative for {op}" for op in WRONG_DERIVATIVES},
+    # Formulas that are equal in real numbers but round differently, and signed zeros.
+    "div-by-reciprocal": "a / b computed as a * (1 / b): two roundings where the contract has one",
+    "div-derivative-squared": "the divisor's local derivative computed as -a / (b * b) "
+    "instead of -(r / b) from the rounded quotient",
+    "pow-derivative-at-c-0": "pow's local derivative computed as c * a^(c-1) even for c = 0, which is nan at a = 0 "
+    "(the contract makes it exactly 0)",
+    "relu-keeps-negative-zero": "relu returns its input when it is not negative, so relu(-0.0) is -0.0 instead of +0.0",
+    "relu-derivative-at-zero": "relu's local derivative is 1 at a = 0 (a >= 0) instead of 0 (a > 0)",
+    "signed-zero-lost": "negative zero is normalised to +0.0 (for example by adding 0.0 to every result)",
+    # Creation checks.
+    "leaf-unchecked": "variable and constant accept inf and nan instead of failing with non-finite-leaf",
+    "derivative-unchecked": "an operation with a finite value but a non-finite local derivative is accepted",
+    "derivative-checked-first": "an operation checks its local derivatives before its value, so 1/0 reports "
+    "non-finite-local-derivative instead of non-finite-result",
+    "only-slot-0-checked": "only the first operand's local derivative is checked for being finite",
+    "failed-op-kept": "a failed operation still adds its node to the graph",
+    "result-always-tracked": "every operation result is tracked, even one whose operands are all constants",
+    "detach-stays-tracked": "detach copies the tracked flag: a detached copy of a tracked node is tracked (with no edge)",
+    "merge-equal-expressions": "structurally equal expressions (same op, same operands) are merged into one node",
+    "merge-equal-leaves": "leaves with equal values are merged into one node",
+    # Backward checks and their order.
+    "seed-checked-first": "backward checks the seed before checking that the output is tracked",
+    "contribution-unchecked": "a non-finite contribution is not checked on its own: it surfaces later, or never",
+    "pass-adjoint-unchecked": "the sum of contributions into a pass adjoint is not checked for being finite",
+    "accumulation-unchecked": "stored gradients are accumulated without checking that the result is finite",
+    "accumulation-checked-first": "each node's accumulation is checked as soon as its pass adjoint is final, "
+    "before the edges of later nodes are checked",
+    "untracked-edges-skipped": "edges to untracked operands (constants, detached copies) are skipped: not checked, not recorded",
+    "zero-upstream-skipped": "edges from a node whose pass adjoint is zero are skipped as an optimisation: "
+    "not checked, not recorded",
+    # Accumulation and zero_grad.
+    "no-accumulation": "each backward overwrites the stored gradients with its pass adjoints instead of adding to them",
+    "output-grad-assigned": "the output's stored gradient is set to the seed instead of having the seed added to it",
+    "zero-grad-output-only": "zero_grad resets only the node it is called on, not everything that node reaches",
+    "zero-grad-everything": "zero_grad resets every node of the graph, including nodes its output does not reach",
+    # Topology.
+    "tape-order": "the topology is creation order (a tape) instead of the depth-first post-order from the output",
+    "reverse-slot-order": "a node's operand edges are processed last slot first",
+    "whole-graph-topology": "backward walks every node of the graph, not only the nodes the output reaches",
 }
+
+#: Bugs whose every failure another, broader bug also produces on some case: named before it.
+_SPECIFIC_FIRST = (
+    "relu-derivative-at-zero",  # before wrong-derivative-relu (1 everywhere)
+    "only-slot-0-checked",  # before derivative-unchecked
+    "derivative-unchecked",  # before wrong-derivative-log/pow, which also let log(5e-324), pow(0; 0.5) through
+    "accumulation-checked-first",  # before partial-commit, which fails the same way when the first commit overflows
+)
+BUGS = {**{bug: BUGS[bug] for bug in _SPECIFIC_FIRST}, **BUGS}
 
 
 class _Node:
@@ -83,41 +134,98 @@ class MutantEngine:
         if bug is not None and bug not in BUGS:
             raise ValueError(f"unknown bug {bug!r}; known: {', '.join(BUGS)}")
         self.bug = bug
+        self._created: list[_Node] = []  # every node of the current program, in creation order
+        self._interned: dict[Any, _Node] = {}  # the merging bugs' table
+        self._kept: Optional[_Node] = None  # failed-op-kept: the node a failed operation left behind
 
     # -- graph ----------------------------------------------------------------
 
     def _leaf(self, operation: str, value: float) -> _Node:
-        if not _finite(value):
+        if not _finite(value) and self.bug != "leaf-unchecked":
             raise NonFiniteLeaf(operation=operation, value=value)
-        node = _Node(value, operation, (), (), operation == "variable")
+        if self.bug == "merge-equal-leaves":
+            key = (operation, math.copysign(1.0, value), value)
+            if key in self._interned:
+                return self._interned[key]
+        node = self._register(_Node(value, operation, (), (), operation == "variable"))
         if self.bug == "untracked-grads":
             node.grad = 0.0
+        if self.bug == "merge-equal-leaves":
+            self._interned[key] = node
+        return node
+
+    def _register(self, node: _Node) -> _Node:
+        self._created.append(node)
         return node
 
     def _apply(self, op: str, operands: tuple[_Node, ...], exponent: Optional[float]) -> _Node:
-        rule = OPS[op].rule
-        values = tuple(n.value for n in operands)
-        value, locals_ = rule(values[0], exponent) if op == "pow" else rule(*values)
-        if not _finite(value):
-            raise NonFiniteResult(operation=op, value=value)
-        if self.bug == f"wrong-derivative-{op}":
-            locals_ = WRONG_DERIVATIVES[op](values, value, exponent)
-        for slot, local in enumerate(locals_):
-            if not _finite(local):
-                raise NonFiniteLocalDerivative(operation=op, operand=slot, value=local)
-        node = _Node(value, op, operands, tuple(locals_), any(n.tracked for n in operands))
+        if self.bug == "merge-equal-expressions":
+            key = (op, tuple(id(n) for n in operands), exponent)
+            if key in self._interned:
+                return self._interned[key]
+        value, locals_ = self._rule(op, tuple(n.value for n in operands), exponent)
+        tracked = any(n.tracked for n in operands) or self.bug == "result-always-tracked"
+        failure: Optional[EngineError] = None
+        checks = [self._check_value, self._check_derivatives]
+        if self.bug == "derivative-checked-first":
+            checks.reverse()
+        for check in checks:
+            failure = failure or check(op, value, locals_)
+        node = _Node(value, op, operands, tuple(locals_), tracked)
         if self.bug == "untracked-grads":
             node.grad = 0.0
-        return node
+        if failure is not None:
+            if self.bug == "failed-op-kept":
+                self._register(node)
+                self._kept = node
+            raise failure
+        if self.bug == "merge-equal-expressions":
+            self._interned[key] = node
+        return self._register(node)
+
+    def _rule(self, op: str, values: tuple[float, ...], exponent: Optional[float]) -> tuple[float, tuple[float, ...]]:
+        rule = OPS[op].rule
+        value, locals_ = rule(values[0], exponent) if op == "pow" else rule(*values)
+        bug = self.bug
+        if bug == f"wrong-derivative-{op}":
+            locals_ = WRONG_DERIVATIVES[op](values, value, exponent)
+        elif op == "div" and bug == "div-by-reciprocal":
+            reciprocal = ieee_div(1.0, values[1])
+            value = values[0] * reciprocal
+            locals_ = (reciprocal, -value * reciprocal)
+        elif op == "div" and bug == "div-derivative-squared":
+            locals_ = (locals_[0], -ieee_div(values[0], values[1] * values[1]))
+        elif op == "pow" and bug == "pow-derivative-at-c-0" and exponent == 0.0:
+            locals_ = (0.0 * cr_pow(values[0], -1.0),)
+        elif op == "relu" and bug == "relu-keeps-negative-zero" and values[0] == 0.0:
+            value = values[0]
+        elif op == "relu" and bug == "relu-derivative-at-zero" and values[0] == 0.0:
+            locals_ = (1.0,)
+        if bug == "signed-zero-lost":
+            value, locals_ = value + 0.0, tuple(local + 0.0 for local in locals_)
+        return value, locals_
+
+    def _check_value(self, op: str, value: float, locals_: tuple[float, ...]) -> Optional[EngineError]:
+        if not _finite(value):
+            return NonFiniteResult(operation=op, value=value)
+        return None
+
+    def _check_derivatives(self, op: str, value: float, locals_: tuple[float, ...]) -> Optional[EngineError]:
+        if self.bug == "derivative-unchecked":
+            return None
+        for slot, local in enumerate(locals_[:1] if self.bug == "only-slot-0-checked" else locals_):
+            if not _finite(local):
+                return NonFiniteLocalDerivative(operation=op, operand=slot, value=local)
+        return None
 
     def _detach(self, source: _Node) -> _Node:
         if self.bug == "detach-edge":
             node = _Node(source.value, "detached", (source,), (1.0,), source.tracked)
         else:
-            node = _Node(source.value, "detached", (), (), False)
+            node = _Node(source.value, "detached", (), (), self.bug == "detach-stays-tracked" and source.tracked)
         if self.bug == "untracked-grads":
             node.grad = 0.0
-        return node
+        return self._register(node)
 
     def _topology(self, output: _Node) -> list[_Node]:
         if self.bug == "recursive-topo":
@@ -133,6 +241,15 @@ class MutantEngine:
 
             visit(output)
             return order
+        if self.bug in ("tape-order", "whole-graph-topology"):
+            reached = self._reachable(output)
+            return [n for n in self._created if self.bug == "whole-graph-topology" or id(n) in reached]
+        return self._post_order(output)
+
+    def _reachable(self, output: _Node) -> set[int]:
+        return {id(node) for node in self._post_order(output)}
+
+    def _post_order(self, output: _Node) -> list[_Node]:
         order, seen, stack = [], {id(output)}, [(output, 0)]
         while stack:
             node, slot = stack[-1]
@@ -150,6 +267,8 @@ class MutantEngine:
     # -- gradients --------------------------------------------------------------
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:
+        if self.bug == "seed-checked-first" and not _finite(seed):
+            raise NonFiniteSeed(seed=seed)
         if not output.tracked:
             raise UntrackedOutput(operation=output.operation)
         if self.bug == "seed-ignored":
@@ -164,44 +283,60 @@ class MutantEngine:
         adjoint[id(output)] = seed
         edges = []
         committed: set[int] = set()
+        bug = self.bug
         for child in reversed(topo):
             upstream = adjoint.get(id(child), 0.0)
-            if self.bug == "partial-commit" and has_grad(child):
+            if bug == "partial-commit" and has_grad(child):
                 self._accumulate(child, upstream)
                 committed.add(id(child))
+            if bug == "accumulation-checked-first" and has_grad(child):
+                self._prospective(child, upstream)
             operands = child.operands
-            slots = range(len(operands))
-            if self.bug == "merge-edges":
+            slots: list[int] = list(range(len(operands)))
+            if bug == "merge-edges":
                 firsts: dict[int, int] = {}
                 for slot, operand in enumerate(operands):
                     firsts.setdefault(id(operand), slot)
-                slots = sorted(firsts.values())  # type: ignore[assignment]
+                slots = sorted(firsts.values())
+            elif bug == "reverse-slot-order":
+                slots.reverse()
+            elif bug == "untracked-edges-skipped":
+                slots = [slot for slot in slots if has_grad(operands[slot])]
+            elif bug == "zero-upstream-skipped" and upstream == 0.0:
+                slots = []
             for slot in slots:
                 parent, local = operands[slot], child.locals[slot]
                 contribution = upstream * local
-                if not _finite(contribution):
+                if not _finite(contribution) and bug != "contribution-unchecked":
                     raise NonFiniteContribution(
                         child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
                     )
                 before = after = None
                 if has_grad(parent):
                     before = adjoint[id(parent)]
-                    after = contribution if self.bug == "assign" else before + contribution
-                    if not _finite(after):
+                    after = contribution if bug == "assign" else before + contribution
+                    if not _finite(after) and bug != "pass-adjoint-unchecked":
                         raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
                     adjoint[id(parent)] = after
                 edges.append((child, parent, slot, local, upstream, contribution, has_grad(parent), before, after))
         totals = {}
         for node in topo:
             if has_grad(node) and id(node) not in committed:
-                total = node.grad + adjoint[id(node)]  # type: ignore[operator]
-                if not _finite(total):
-                    raise NonFiniteAccumulatedGradient(node=node, stored=node.grad, pass_adjoint=adjoint[id(node)])
-                totals[id(node)] = total
+                totals[id(node)] = self._prospective(node, adjoint[id(node)])
+        if bug == "output-grad-assigned":
+            totals[id(output)] = seed
         for node in topo:
             if id(node) in totals:
                 node.grad = totals[id(node)]
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": edges, "has_grad": has_grad}
+
+    def _prospective(self, node: _Node, pass_adjoint: float) -> float:
+        if self.bug == "no-accumulation":
+            return pass_adjoint
+        total = node.grad + pass_adjoint  # type: ignore[operator]
+        if not _finite(total) and self.bug != "accumulation-unchecked":
+            raise NonFiniteAccumulatedGradient(node=node, stored=node.grad, pass_adjoint=pass_adjoint)
+        return total
 
     def _accumulate(self, node: _Node, pass_adjoint: float) -> None:
         total = node.grad + pass_adjoint  # type: ignore[operator]
@@ -226,7 +361,13 @@ class MutantEngine:
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": edges, "has_grad": lambda n: n.tracked}
 
     def _zero_grad(self, output: _Node) -> None:
-        for node in self._topology(output):
+        if self.bug == "zero-grad-output-only":
+            reached = [output]
+        elif self.bug == "zero-grad-everything":
+            reached = list(self._created)
+        else:
+            reached = self._post_order(output)
+        for node in reached:
             if node.grad is not None and (self.bug != "zero-leaves" or not node.operands):
                 node.grad = 0.0
 
@@ -237,6 +378,7 @@ class MutantEngine:
         nodes: dict[str, _Node] = {}
         names: dict[int, str] = {}
         observations: list[dict[str, Any]] = []
+        self._created, self._interned, self._kept = [], {}, None
 
         def gradients() -> dict[str, float]:
             return {name: node.grad for name, node in nodes.items() if node.grad is not None}
@@ -261,6 +403,8 @@ class MutantEngine:
                     record = self._backward(output, 1.0 if step.seed is None else step.seed)
                     observations.append({"gradients": gradients(), "pass": _pass_json(record, names)})
             except EngineError as error:
+                if self._kept is not None and step.id is not None:
+                    nodes[step.id], names[id(self._kept)], self._kept = self._kept, step.id, None
                 failed: dict[str, Any] = {
                     "error": {"kind": error.kind, **{k: names[id(v)] if k in NODE_FIELDS else v for k, v in error.fields.items()}}
                 }

@@ -26,6 +26,7 @@ OP_POINTS: list[tuple[str, str, tuple[float, ...], Optional[float]]] = [
     ("div", "ordinary", (1.0, 3.0), None),
     ("div", "negative", (-7.0, 2.0), None),
     ("div", "inexact-reciprocal", (1.75, 0.375), None),
+    ("div", "divisor-derivative-rounding", (0.1, 0.3), None),
     ("neg", "ordinary", (3.0,), None),
     ("neg", "positive-zero", (0.0,), None),
     ("neg", "negative-zero", (-0.0,), None),

@@ -40,6 +40,8 @@ STARTERS = {
     "javascript": Starter("hooks.mjs", "", "node {dir}/adapter.mjs"),
 }
 LANGUAGES = tuple(STARTERS)
+#: What a build or a test run may leave in a starter folder of the kit's checkout: never copied.
+BUILD_OUTPUTS = ("__pycache__", "target", "conformance-adapter")
 #: Files whose ``@DIR@`` becomes the folder the starter is written to, so their commands are exact.
 TEMPLATES = ("README.md", "ci-snippet.yml")
 
@@ -58,7 +60,7 @@ def starter_files(language: str) -> Iterator[tuple[str, "Traversable"]]:
     while stack:
         prefix, folder = stack.pop()
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name == "__pycache__" or entry.name.endswith(".pyc"):
+            if entry.name in BUILD_OUTPUTS or entry.name.endswith(".pyc"):
                 continue
             if entry.is_dir():
                 stack.append((f"{prefix}{entry.name}/", entry))

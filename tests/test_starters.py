@@ -181,3 +181,52 @@ def test_the_wheel_carries_every_starter_file_byte_for_byte():
                 name = "conformance/" + path.relative_to(ROOT / "conformance").as_posix()
                 assert name in names, f"{name} is not in the wheel"
                 assert archive.read(name) == path.read_bytes(), f"{name} differs from the checkout's"
+
+
+MUTANTS = {
+    # A wrong answer through the starter is a failure on exactly the cases it touches, never masked by the loop.
+    "relu-at-zero": (
+        '"relu": lambda a: (a, [1.0]) if a > 0.0',
+        '"relu": lambda a: (a, [1.0]) if a >= 0.0',
+        "failed",
+        "ops/relu/",
+    ),
+    # An EngineError without its fields is the hooks' bug: an error reply saying what is missing.
+    "leaf-error-without-value": (
+        'raise EngineError("non-finite-leaf", operation=operation, value=value)',
+        'raise EngineError("non-finite-leaf", operation=operation)',
+        "error",
+        "errors/non-finite-leaf",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_a_wrong_python_engine_behind_the_starter_is_caught_on_exactly_the_cases_it_breaks(tmp_path, mutant):
+    before, after, outcome, prefix = MUTANTS[mutant]
+    assert init(tmp_path, "python").returncode == 0
+    source = (ENGINES / "python" / "engine_hooks.py").read_text()
+    assert source.count(before) == 1
+    (tmp_path / "conformance-adapter" / "engine_hooks.py").write_text(source.replace(before, after))
+    command = 'conformance run --command "python conformance-adapter/adapter.py"'
+    out, report = run_json(tmp_path, f"{command} --expected-failures conformance-adapter/expected-failures.toml")
+    assert out.returncode == 1
+    bad = [r for r in report["results"] if r["outcome"] != "passed"]
+    assert bad and all(r["outcome"] == outcome and r["case"].startswith(prefix) for r in bad), bad
+    if outcome == "error":
+        assert all("EngineError non-finite-leaf has fields ['operation']; it needs exactly" in r["message"] for r in bad)
+
+
+def test_the_installed_kit_writes_a_starter_that_passes_from_a_folder_outside_the_checkout(tmp_path):
+    from installed import venv
+
+    kit = venv()
+    env = {**os.environ, "PATH": f"{kit}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run(["conformance", "init", "python"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    shutil.copyfile(ENGINES / "python" / "engine_hooks.py", tmp_path / "conformance-adapter" / "engine_hooks.py")
+    (command,) = next_commands(out.stdout)
+    ran = subprocess.run(f"{command} --json report.json", shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["adapters"][0]["passed"] == RESULTS

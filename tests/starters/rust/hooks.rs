@@ -44,7 +44,10 @@ fn rule(op: &str, a: f64, b: f64, c: f64) -> (f64, Vec<f64>) {
             (r, vec![1.0 / b, -(r / b)])
         }
         "neg" => (-a, vec![-1.0]),
-        "pow" => (a.powf(c), vec![if c == 0.0 { 0.0 } else { c * a.powf(c - 1.0) }]),
+        "pow" => (
+            a.powf(c),
+            vec![if c == 0.0 { 0.0 } else { c * a.powf(c - 1.0) }],
+        ),
         "exp" => {
             let r = a.exp();
             (r, vec![r])
@@ -105,7 +108,12 @@ impl Engine {
         self.leaf(value, "constant")
     }
 
-    pub fn apply(&mut self, op: &str, operands: &[Node], exponent: Option<f64>) -> HookResult<Node> {
+    pub fn apply(
+        &mut self,
+        op: &str,
+        operands: &[Node],
+        exponent: Option<f64>,
+    ) -> HookResult<Node> {
         let a = self.tape[operands[0]].value;
         let b = operands.get(1).map_or(0.0, |&n| self.tape[n].value);
         let (value, derivatives) = rule(op, a, b, exponent.unwrap_or(0.0));
@@ -175,14 +183,20 @@ impl Engine {
                 .into());
         }
         if !seed.is_finite() {
-            return Err(EngineError::new("non-finite-seed").number("seed", seed).into());
+            return Err(EngineError::new("non-finite-seed")
+                .number("seed", seed)
+                .into());
         }
         let order = self.topology(output);
         let mut adjoint = vec![0.0; self.tape.len()];
         adjoint[output] = seed;
         let mut edges = Vec::new();
         for &child in order.iter().rev() {
-            let upstream = if self.tape[child].tracked { adjoint[child] } else { 0.0 };
+            let upstream = if self.tape[child].tracked {
+                adjoint[child]
+            } else {
+                0.0
+            };
             for (slot, &parent) in self.tape[child].operands.iter().enumerate() {
                 let d = self.tape[child].derivatives[slot];
                 let contribution = upstream * d;
@@ -248,6 +262,9 @@ impl Engine {
     }
 
     pub fn pass_record(&mut self) -> HookResult<PassRecord> {
-        Ok(self.record.take().expect("a successful backward came first"))
+        Ok(self
+            .record
+            .take()
+            .expect("a successful backward came first"))
     }
 }

@@ -18,7 +18,9 @@ use crate::{not_connected, EngineError, HookResult, PassEdge, PassNode, PassReco
 pub const ENGINE_NAME: &str = "my-engine";
 pub const ENGINE_VERSION: &str = "0.1.0";
 /// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
-pub const OPS: &[&str] = &["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"];
+pub const OPS: &[&str] = &[
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+];
 /// The levels you report honestly: values gradients errors, and trace/order once pass_record works.
 pub const LEVELS: &[&str] = &["values", "gradients", "errors"];
 /// "seed" if backward accepts a seed other than 1.
@@ -59,7 +61,12 @@ impl Engine {
     /// `exponent` is pow's constant. A non-finite value fails with non-finite-result
     /// (operation, value); a finite value with a non-finite local derivative with
     /// non-finite-local-derivative (operation, operand slot, value of the derivative).
-    pub fn apply(&mut self, op: &str, operands: &[Node], exponent: Option<f64>) -> HookResult<Node> {
+    pub fn apply(
+        &mut self,
+        op: &str,
+        operands: &[Node],
+        exponent: Option<f64>,
+    ) -> HookResult<Node> {
         Err(not_connected("Engine::apply"))
     }
 

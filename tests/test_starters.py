@@ -54,27 +54,42 @@ def needs(language: str) -> None:
         pytest.skip(f"{tool} is not on PATH, so the {language} starter cannot be built here")
 
 
-_built: dict[tuple[str, bool], tuple[Path, str]] = {}
+#: A panic (or exception) the test engine raises in tanh, per language: (the line it goes into, the line with it).
+PANICS = {
+    "python": ('"tanh": lambda a: (lambda t:', '"tanh": lambda a: [][0] if a == a else (lambda t:'),
+    "javascript": ("tanh: (a) => {", 'tanh: (a) => { if (a === a) throw new RangeError("tanh is broken");'),
+    "go": ('\tcase "tanh":\n', '\tcase "tanh":\n\t\tif a == a {\n\t\t\tpanic("tanh is broken")\n\t\t}\n'),
+    "rust": ('"tanh" => {\n', '"tanh" => {\n            if a == a {\n                panic!("tanh is broken");\n            }\n'),
+}
+_built: dict[tuple[str, str], tuple[Path, str]] = {}
 
 
 @pytest.fixture(scope="session")
 def starter(tmp_path_factory):
-    """starter(language, filled) -> (folder init ran in, the `conformance run` command it printed), built once."""
+    """starter(language, engine) -> (folder init ran in, the `conformance run` command it printed), built once.
 
-    def get(language: str, filled: bool) -> tuple[Path, str]:
+    engine: "unfilled" (the hooks as init wrote them), "filled" (the correct test engine) or "panics" (it, broken in tanh).
+    """
+
+    def get(language: str, engine: str) -> tuple[Path, str]:
         needs(language)
-        if (language, filled) not in _built:
-            cwd = tmp_path_factory.mktemp(f"{language}-{'filled' if filled else 'unfilled'}")
+        if (language, engine) not in _built:
+            cwd = tmp_path_factory.mktemp(f"{language}-{engine}")
             out = init(cwd, language, "my adapter")
             assert out.returncode == 0, out.stderr
             *build, run = next_commands(out.stdout)
-            if filled:
-                shutil.copyfile(ENGINES / language / Path(HOOKS[language]).name, cwd / "my adapter" / HOOKS[language])
+            if engine != "unfilled":
+                source = (ENGINES / language / Path(HOOKS[language]).name).read_text()
+                if engine == "panics":
+                    before, after = PANICS[language]
+                    assert source.count(before) == 1, before
+                    source = source.replace(before, after)
+                (cwd / "my adapter" / HOOKS[language]).write_text(source)
             for command in build:
                 made = shell(command, cwd)
                 assert made.returncode == 0, f"{command}\n{made.stdout[-3000:]}{made.stderr[-3000:]}"
-            _built[language, filled] = cwd, run
-        return _built[language, filled]
+            _built[language, engine] = cwd, run
+        return _built[language, engine]
 
     return get
 
@@ -88,7 +103,7 @@ def run_json(cwd: Path, command: str) -> tuple[subprocess.CompletedProcess[str],
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_starter_filled_with_a_correct_engine_passes_every_case_at_every_level(starter, language):
-    cwd, command = starter(language, filled=True)
+    cwd, command = starter(language, "filled")
     out, report = run_json(cwd, command)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     (adapter,) = report["adapters"]
@@ -99,7 +114,7 @@ def test_a_starter_filled_with_a_correct_engine_passes_every_case_at_every_level
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_an_unfilled_starter_runs_and_answers_every_case_with_a_not_implemented_error(starter, language):
-    cwd, command = starter(language, filled=False)
+    cwd, command = starter(language, "unfilled")
     out, report = run_json(cwd, command)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Traceback" not in out.stderr
@@ -113,6 +128,24 @@ def test_an_unfilled_starter_runs_and_answers_every_case_with_a_not_implemented_
         else:
             assert result["outcome"] == "unsupported", result
     assert report["adapters"][0]["not_run"] == 0
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_an_engine_that_panics_gets_an_error_reply_for_those_cases_and_the_others_still_pass(starter, language):
+    cwd, command = starter(language, "panics")
+    out, report = run_json(cwd, command)
+    assert out.returncode == 1
+    uses_tanh = {fixture.id for fixture in load_corpus() if "tanh" in fixture.ops}
+    marker = "IndexError: list index out of range" if language == "python" else "tanh is broken"
+    assert uses_tanh
+    for result in report["results"]:
+        if result["case"] in uses_tanh:
+            # The adapter's own error reply (not a crash): the harness quotes its message on the first line.
+            first_line = result["message"].splitlines()[0]
+            assert result["outcome"] == "error" and first_line.startswith("the adapter could not run the case: "), result
+            assert marker in first_line, result
+        else:
+            assert result["outcome"] == "passed", result
 
 
 def test_init_prints_the_files_it_wrote_and_the_exact_next_commands(tmp_path):

@@ -178,6 +178,22 @@ def test_init_refuses_to_overwrite_and_then_writes_nothing_at_all(tmp_path):
     assert (folder / "README.md").read_text() == "the porter's own notes\n"
 
 
+def test_init_that_fails_halfway_removes_what_it_wrote(tmp_path):
+    folder = tmp_path / "conformance-adapter"
+    folder.mkdir()
+    (folder / "src").write_text("a file where the Rust starter needs a folder\n")
+    out = init(tmp_path, "rust")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("conformance: error: cannot write the starter to conformance-adapter: ")
+    assert out.stderr.rstrip().endswith("nothing was written")
+    assert [p.name for p in folder.iterdir()] == ["src"]
+    file = tmp_path / "notes.txt"
+    file.write_text("mine\n")
+    out = init(tmp_path, "python", "notes.txt")
+    assert out.returncode == 2 and "notes.txt is a file, not a folder; nothing was written" in out.stderr
+    assert file.read_text() == "mine\n"
+
+
 def test_init_again_over_a_filled_starter_keeps_the_porters_hooks(tmp_path):
     assert init(tmp_path, "javascript").returncode == 0
     hooks = tmp_path / "conformance-adapter" / "hooks.mjs"

@@ -80,6 +80,29 @@ def quote(command: str) -> str:
     return f'"{command}"' if not any(c in command for c in '"$`\\!') else shlex.quote(command)
 
 
+def write_all(target: Path, contents: list[tuple[str, bytes]], folder: str) -> None:
+    """Write every file, or, if one write fails, remove what was written (files and new folders) and re-raise."""
+    made: list[Path] = []
+    try:
+        for relative, data in contents:
+            path = target / relative
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.extend(reversed(missing))
+            if relative in TEMPLATES:
+                data = data.replace(b"@DIR@", folder.encode())
+            with open(path, "xb") as out:  # "x": never replace a file that appeared meanwhile
+                made.append(path)
+                out.write(data)
+    except OSError:
+        for path in reversed(made):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+        raise
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the starter, or refuse before writing anything."""
     from ..cli import UsageError
@@ -88,18 +111,18 @@ def run(args: argparse.Namespace) -> int:
     if language not in STARTERS:
         raise UsageError(f"no starter for {args.language!r}; languages: {', '.join(LANGUAGES)}")
     target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file, not a folder; nothing was written")
     found = list(starter_files(language))
     for relative, _ in found:
         path = target / relative
         if path.exists() or path.is_symlink():
             raise UsageError(f"{path} already exists; nothing was written (choose another DIR or move it away)")
-    for relative, source in found:
-        path = target / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = source.read_bytes()
-        if relative in TEMPLATES:
-            data = data.replace(b"@DIR@", (args.dir.rstrip("/") or ".").encode())
-        path.write_bytes(data)
+    folder = shlex.quote(args.dir.rstrip("/") or ".")
+    try:
+        write_all(target, [(relative, source.read_bytes()) for relative, source in found], folder)
+    except OSError as error:
+        raise UsageError(f"cannot write the starter to {target}: {error}; nothing was written") from None
     build, command = commands(language, args.dir)
     expected = shlex.quote(f"{args.dir.rstrip('/') or '.'}/expected-failures.toml")
     print(f"wrote a {language} starter adapter to {target}:")

@@ -257,7 +257,7 @@ def test_a_wrong_python_engine_behind_the_starter_is_caught_on_exactly_the_cases
     source = (ENGINES / "python" / "engine_hooks.py").read_text()
     assert source.count(before) == 1
     (tmp_path / "conformance-adapter" / "engine_hooks.py").write_text(source.replace(before, after))
-    command = 'conformance run --command "python conformance-adapter/adapter.py"'
+    command = 'conformance run --command "python3 conformance-adapter/adapter.py"'
     out, report = run_json(tmp_path, f"{command} --expected-failures conformance-adapter/expected-failures.toml")
     assert out.returncode == 1
     bad = [r for r in report["results"] if r["outcome"] != "passed"]

@@ -32,7 +32,7 @@ class Starter:
 
 
 STARTERS = {
-    "python": Starter("engine_hooks.py", "", "python {dir}/adapter.py"),
+    "python": Starter("engine_hooks.py", "", "python3 {dir}/adapter.py"),
     "rust": Starter(
         "src/hooks.rs", "cargo build --release --manifest-path {dir}/Cargo.toml", "{dir}/target/release/conformance-adapter"
     ),

@@ -8,7 +8,7 @@ of engine_hooks.py, runs every ``run`` request step by step on a fresh
 the harness compares; any other exception becomes an ``error`` reply for that case
 and the loop goes on with the next one. Standard library only.
 
-Run it as ``python adapter.py``; ``conformance run --command "python adapter.py"`` does.
+Run it as ``python3 adapter.py``; ``conformance run --command "python3 adapter.py"`` does.
 """
 
 from __future__ import annotations

@@ -48,9 +48,12 @@ class HookBug(Exception):
 
 def wire_number(x: Any, where: str) -> Any:
     """A float for the wire (docs/contract.md section 2): inf, -inf, nan as strings; -0.0 keeps its sign."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
+    if isinstance(x, (bool, str, bytes)) or x is None:
         raise HookBug(f"{where}: expected a number, got {x!r}")
-    x = float(x)
+    try:
+        x = float(x)  # also numpy scalars, Fraction, Decimal, 0-d tensors
+    except (TypeError, ValueError):
+        raise HookBug(f"{where}: expected a number, got {x!r}") from None
     if math.isnan(x):
         return "nan"
     if math.isinf(x):

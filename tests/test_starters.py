@@ -279,3 +279,28 @@ def test_the_installed_kit_writes_a_starter_that_passes_from_a_folder_outside_th
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["adapters"][0]["passed"] == RESULTS
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_expected_failures_starter_is_empty_and_its_commented_example_is_a_valid_entry(tmp_path, language):
+    from conformance.expected import load_expected
+
+    text = (STARTERS / language / "expected-failures.toml").read_text()
+    (tmp_path / "as-written.toml").write_text(text)
+    assert load_expected(tmp_path / "as-written.toml") == []
+    example = text[text.index("# [[expected]]") :]
+    (tmp_path / "uncommented.toml").write_text("".join(line[2:] + "\n" for line in example.splitlines()))
+    (entry,) = load_expected(tmp_path / "uncommented.toml")
+    assert entry.matches("structure/deep-chain-10000", "order")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_ci_snippet_runs_the_commands_init_prints(tmp_path, language):
+    out = init(tmp_path, language, "ports/adapter")
+    assert out.returncode == 0, out.stderr
+    *build, run = next_commands(out.stdout)
+    snippet = " ".join((tmp_path / "ports" / "adapter" / "ci-snippet.yml").read_text().split())
+    for command in build:
+        assert f"run: {command}" in snippet
+    assert run in snippet  # a folded YAML block: the same words once whitespace is normalised
+    assert 'pip install "scalar-conformance[pytest]"' in snippet

@@ -304,3 +304,19 @@ def test_the_ci_snippet_runs_the_commands_init_prints(tmp_path, language):
         assert f"run: {command}" in snippet
     assert run in snippet  # a folded YAML block: the same words once whitespace is normalised
     assert 'pip install "scalar-conformance[pytest]"' in snippet
+
+
+def test_the_go_and_rust_starters_and_test_engines_are_formatted_as_their_toolchains_want(tmp_path):
+    checked = 0
+    if shutil.which("gofmt"):
+        for folder in (STARTERS / "go", ENGINES / "go"):
+            out = subprocess.run(["gofmt", "-l", "."], cwd=folder, capture_output=True, text=True)
+            assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr
+        checked += 1
+    if shutil.which("rustfmt"):
+        files = [STARTERS / "rust" / "src" / "main.rs", STARTERS / "rust" / "src" / "hooks.rs", ENGINES / "rust" / "hooks.rs"]
+        out = subprocess.run(["rustfmt", "--check", "--edition", "2021", *map(str, files)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        checked += 1
+    if not checked:
+        pytest.skip("neither gofmt nor rustfmt is on PATH")

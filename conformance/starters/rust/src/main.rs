@@ -64,7 +64,8 @@ impl EngineError {
     }
     /// Adds the operation field.
     pub fn text(mut self, name: &str, text: &str) -> Self {
-        self.fields.push((name.to_string(), Field::Text(text.to_string())));
+        self.fields
+            .push((name.to_string(), Field::Text(text.to_string())));
         self
     }
 }
@@ -86,7 +87,9 @@ pub type HookResult<T> = Result<T, Failure>;
 
 /// The failure of a hook not yet connected to the engine.
 pub fn not_connected(hook: &str) -> Failure {
-    Failure::Other(format!("not implemented: connect {hook} to your engine (src/hooks.rs)"))
+    Failure::Other(format!(
+        "not implemented: connect {hook} to your engine (src/hooks.rs)"
+    ))
 }
 
 /// What one successful backward did (docs/contract.md section 5), for the trace and order
@@ -121,15 +124,24 @@ pub struct PassEdge {
 const ERROR_FIELDS: &[(&str, &[&str])] = &[
     ("non-finite-leaf", &["operation", "value"]),
     ("non-finite-result", &["operation", "value"]),
-    ("non-finite-local-derivative", &["operation", "operand", "value"]),
+    (
+        "non-finite-local-derivative",
+        &["operation", "operand", "value"],
+    ),
     ("untracked-output", &["operation"]),
     ("non-finite-seed", &["seed"]),
     (
         "non-finite-contribution",
         &["child", "parent", "operand", "upstream", "local_derivative"],
     ),
-    ("non-finite-pass-adjoint", &["node", "previous", "contribution"]),
-    ("non-finite-accumulated-gradient", &["node", "stored", "pass_adjoint"]),
+    (
+        "non-finite-pass-adjoint",
+        &["node", "previous", "contribution"],
+    ),
+    (
+        "non-finite-accumulated-gradient",
+        &["node", "stored", "pass_adjoint"],
+    ),
 ];
 
 /// A reply value, written in the wire encoding (objects keep their key order).
@@ -196,7 +208,10 @@ fn write_float(x: f64, out: &mut String) {
 /// A float from the wire: a JSON number (its text, so 1e400 reads as inf) or "inf"/"-inf"/"nan".
 fn read_number(raw: Option<&Value>, where_: &str) -> Result<f64, String> {
     match raw {
-        Some(Value::Number(n)) => n.to_string().parse::<f64>().map_err(|e| format!("{where_}: {e}")),
+        Some(Value::Number(n)) => n
+            .to_string()
+            .parse::<f64>()
+            .map_err(|e| format!("{where_}: {e}")),
         Some(Value::String(s)) if s == "inf" => Ok(f64::INFINITY),
         Some(Value::String(s)) if s == "-inf" => Ok(f64::NEG_INFINITY),
         Some(Value::String(s)) if s == "nan" => Ok(f64::NAN),
@@ -265,7 +280,9 @@ impl Case {
         for field in wanted.iter() {
             let (_, raw) = error.fields.iter().find(|(k, _)| k == field).unwrap();
             let value = match raw {
-                Field::Node(node) => Out::Str(self.name(node, &format!("EngineError {} field {field}", error.kind))?),
+                Field::Node(node) => {
+                    Out::Str(self.name(node, &format!("EngineError {} field {field}", error.kind))?)
+                }
                 Field::Number(x) => Out::Num(*x),
                 Field::Slot(slot) => Out::Int(*slot as i64),
                 Field::Text(text) => Out::Str(text.clone()),
@@ -283,13 +300,22 @@ impl Case {
             _ => {}
         }
         let mut operands = Vec::new();
-        for arg in step.get("args").and_then(Value::as_array).into_iter().flatten() {
+        for arg in step
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             operands.push(self.node(arg.as_str().unwrap_or_default())?);
         }
         if op == "detach" {
             return self.engine.detach(&operands[0]);
         }
-        let exponent = if op == "pow" { Some(number("exponent")?) } else { None };
+        let exponent = if op == "pow" {
+            Some(number("exponent")?)
+        } else {
+            None
+        };
         self.engine.apply(op, &operands, exponent)
     }
 
@@ -324,15 +350,32 @@ impl Case {
             let parent = self.name(&e.parent, "pass record edge parent")?;
             let tracked = self.tracked[&parent];
             edges.push(obj(vec![
-                ("child", Out::Str(self.name(&e.child, "pass record edge child")?)),
+                (
+                    "child",
+                    Out::Str(self.name(&e.child, "pass record edge child")?),
+                ),
                 ("parent", Out::Str(parent)),
                 ("operand", Out::Int(e.operand as i64)),
                 ("local_derivative", Out::Num(e.local_derivative)),
                 ("upstream", Out::Num(e.upstream)),
                 ("contribution", Out::Num(e.contribution)),
                 ("parent_tracked", Out::Bool(tracked)),
-                ("before", if tracked { Out::Num(e.before) } else { Out::Null }),
-                ("after", if tracked { Out::Num(e.after) } else { Out::Null }),
+                (
+                    "before",
+                    if tracked {
+                        Out::Num(e.before)
+                    } else {
+                        Out::Null
+                    },
+                ),
+                (
+                    "after",
+                    if tracked {
+                        Out::Num(e.after)
+                    } else {
+                        Out::Null
+                    },
+                ),
             ]));
         }
         Ok(obj(vec![
@@ -344,8 +387,15 @@ impl Case {
 
     /// Runs one step and observes it (docs/contract.md section 8).
     fn step(&mut self, step: &Value) -> HookResult<Out> {
-        let op = step.get("op").and_then(Value::as_str).unwrap_or_default().to_string();
-        let output = step.get("output").and_then(Value::as_str).unwrap_or_default();
+        let op = step
+            .get("op")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let output = step
+            .get("output")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if op == "backward" {
             let seed = match step.get("seed") {
                 None => 1.0,
@@ -376,16 +426,29 @@ impl Case {
             Err(Failure::Contract(error)) => return Ok(obj(vec![("error", self.error(error)?)])),
             result => result?,
         };
-        let id = step.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let id = step
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let tracked = self.engine.tracked(&node)?;
         let value = self.engine.value(&node)?;
         self.ids.insert(hooks::node_key(&node), id.clone());
         self.nodes.insert(id.clone(), node);
-        self.operation
-            .insert(id.clone(), if op == "detach" { "detached".to_string() } else { op });
+        self.operation.insert(
+            id.clone(),
+            if op == "detach" {
+                "detached".to_string()
+            } else {
+                op
+            },
+        );
         self.tracked.insert(id.clone(), tracked);
         self.order.push(id);
-        Ok(obj(vec![("value", Out::Num(value)), ("tracked", Out::Bool(tracked))]))
+        Ok(obj(vec![
+            ("value", Out::Num(value)),
+            ("tracked", Out::Bool(tracked)),
+        ]))
     }
 }
 
@@ -399,12 +462,20 @@ fn run(request: &Value) -> Result<Out, String> {
         ids: HashMap::new(),
     };
     let mut observations = Vec::new();
-    for step in request.get("program").and_then(Value::as_array).into_iter().flatten() {
+    for step in request
+        .get("program")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         match case.step(step) {
             Ok(observation) => observations.push(observation),
             Err(Failure::Other(message)) => return Err(message),
             Err(Failure::Contract(error)) => {
-                return Err(format!("unexpected contract error {} from this step", error.kind))
+                return Err(format!(
+                    "unexpected contract error {} from this step",
+                    error.kind
+                ))
             }
         }
     }
@@ -423,7 +494,11 @@ fn main() {
         message.write(&mut line);
         line.push('\n');
         // The harness waits for each reply line: never leave one in a buffer.
-        if stdout.write_all(line.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+        if stdout
+            .write_all(line.as_bytes())
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
             std::process::exit(0);
         }
     };
@@ -461,14 +536,15 @@ fn main() {
                 ("features", strings(hooks::FEATURES)),
             ])),
             Some("run") => {
-                let outcome = catch_unwind(AssertUnwindSafe(|| run(&request))).unwrap_or_else(|panic| {
-                    let text = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    Err(format!("panic: {text}"))
-                });
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| run(&request))).unwrap_or_else(|panic| {
+                        let text = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        Err(format!("panic: {text}"))
+                    });
                 reply(match outcome {
                     Ok(observations) => obj(vec![
                         ("type", Out::Str("result".into())),

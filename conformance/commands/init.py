@@ -36,12 +36,12 @@ STARTERS = {
     "rust": Starter(
         "src/hooks.rs", "cargo build --release --manifest-path {dir}/Cargo.toml", "{dir}/target/release/conformance-adapter"
     ),
-    "go": Starter("hooks.go", "go build -C {dir} -o conformance-adapter .", "{dir}/conformance-adapter"),
+    "go": Starter("hooks.go", "go build -C {dir} -o adapter .", "{dir}/adapter"),
     "javascript": Starter("hooks.mjs", "", "node {dir}/adapter.mjs"),
 }
 LANGUAGES = tuple(STARTERS)
 #: What a build or a test run may leave in a starter folder of the kit's checkout: never copied.
-BUILD_OUTPUTS = ("__pycache__", "target", "conformance-adapter")
+BUILD_OUTPUTS = ("__pycache__", "target", "adapter")
 #: Files whose ``@DIR@`` becomes the folder the starter is written to, so their commands are exact.
 TEMPLATES = ("README.md", "ci-snippet.yml")
 

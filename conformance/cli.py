@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .commands import docs, explain, fuzz, list_cases, regen, run, train
+from .commands import docs, explain, fuzz, init, list_cases, regen, run, train
 
-COMMANDS = [run, list_cases, explain, regen, fuzz, train, docs]
+COMMANDS = [run, list_cases, explain, regen, fuzz, train, docs, init]
 
 
 class UsageError(Exception):

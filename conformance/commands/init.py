@@ -1,0 +1,135 @@
+"""``conformance init LANG [DIR]``: write a starter adapter for a port in Python, Rust, Go or JavaScript.
+
+The starters are package data (``conformance/starters/<lang>/``), so an installed
+kit writes them anywhere. Each is a protocol loop the porter does not edit, one
+file of engine hooks they fill in, an empty expected-failures file, a CI snippet
+and a README. Nothing is ever overwritten: if any target file exists, nothing is
+written at all. After writing, it prints the exact commands to build and run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+DEFAULT_DIR = "conformance-adapter"
+
+
+@dataclass(frozen=True)
+class Starter:
+    """One language's starter: the file to edit, how to build it and the adapter command, both run from DIR's parent."""
+
+    hooks: str
+    build: str  # "" when nothing needs building; {dir} is the starter folder
+    command: str
+
+
+STARTERS = {
+    "python": Starter("engine_hooks.py", "", "python3 {dir}/adapter.py"),
+    "rust": Starter(
+        "src/hooks.rs", "cargo build --release --manifest-path {dir}/Cargo.toml", "{dir}/target/release/conformance-adapter"
+    ),
+    "go": Starter("hooks.go", "go build -C {dir} -o adapter .", "{dir}/adapter"),
+    "javascript": Starter("hooks.mjs", "", "node {dir}/adapter.mjs"),
+}
+LANGUAGES = tuple(STARTERS)
+#: What a build or a test run may leave in a starter folder of the kit's checkout: never copied.
+BUILD_OUTPUTS = ("__pycache__", "target", "adapter")
+#: Files whose ``@DIR@`` becomes the folder the starter is written to, so their commands are exact.
+TEMPLATES = ("README.md", "ci-snippet.yml")
+
+
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Declare the subcommand."""
+    parser = subparsers.add_parser("init", help="write a starter adapter for your engine (python, rust, go, javascript)")
+    parser.add_argument("language", metavar="LANG", help=f"the starter's language: {', '.join(LANGUAGES)}")
+    parser.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR", help=f"where to write it (default: {DEFAULT_DIR})")
+    parser.set_defaults(handler=run)
+
+
+def starter_files(language: str) -> Iterator[tuple[str, "Traversable"]]:
+    """(relative path, packaged file) of every file of a language's starter."""
+    stack: list[tuple[str, "Traversable"]] = [("", files("conformance") / "starters" / language)]
+    while stack:
+        prefix, folder = stack.pop()
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name in BUILD_OUTPUTS or entry.name.endswith(".pyc"):
+                continue
+            if entry.is_dir():
+                stack.append((f"{prefix}{entry.name}/", entry))
+            else:
+                yield f"{prefix}{entry.name}", entry
+
+
+def commands(language: str, folder: str) -> tuple[str, str]:
+    """The build command ("" if none) and the adapter command, for a starter written to ``folder``."""
+    starter = STARTERS[language]
+    where = shlex.quote(folder.rstrip("/") or ".")
+    return starter.build.format(dir=where), starter.command.format(dir=where)
+
+
+def quote(command: str) -> str:
+    """The command as one shell word, in double quotes when that is safe (it reads best)."""
+    return f'"{command}"' if not any(c in command for c in '"$`\\!') else shlex.quote(command)
+
+
+def write_all(target: Path, contents: list[tuple[str, bytes]], folder: str) -> None:
+    """Write every file, or, if one write fails, remove what was written (files and new folders) and re-raise."""
+    made: list[Path] = []
+    try:
+        for relative, data in contents:
+            path = target / relative
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.extend(reversed(missing))
+            if relative in TEMPLATES:
+                data = data.replace(b"@DIR@", folder.encode())
+            with open(path, "xb") as out:  # "x": never replace a file that appeared meanwhile
+                made.append(path)
+                out.write(data)
+    except OSError:
+        for path in reversed(made):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the starter, or refuse before writing anything."""
+    from ..cli import UsageError
+
+    language = args.language.lower()
+    if language not in STARTERS:
+        raise UsageError(f"no starter for {args.language!r}; languages: {', '.join(LANGUAGES)}")
+    target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file, not a folder; nothing was written")
+    found = list(starter_files(language))
+    for relative, _ in found:
+        path = target / relative
+        if path.exists() or path.is_symlink():
+            raise UsageError(f"{path} already exists; nothing was written (choose another DIR or move it away)")
+    folder = shlex.quote(args.dir.rstrip("/") or ".")
+    try:
+        write_all(target, [(relative, source.read_bytes()) for relative, source in found], folder)
+    except OSError as error:
+        raise UsageError(f"cannot write the starter to {target}: {error}; nothing was written") from None
+    build, command = commands(language, args.dir)
+    expected = shlex.quote(f"{args.dir.rstrip('/') or '.'}/expected-failures.toml")
+    print(f"wrote a {language} starter adapter to {target}:")
+    for relative, _ in found:
+        print(f"  {target / relative}")
+    print(f"\nnext: connect the hooks in {target / STARTERS[language].hooks} to your engine, then run:")
+    if build:
+        print(f"  {build}")
+    print(f"  conformance run --command {quote(command)} --expected-failures {expected}")
+    return 0

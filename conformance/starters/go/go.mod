@@ -1,0 +1,3 @@
+module conformance-adapter
+
+go 1.21

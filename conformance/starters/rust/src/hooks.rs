@@ -1,0 +1,111 @@
+//! Engine hooks: EDIT THIS FILE to connect your engine to the conformance kit.
+//!
+//! main.rs (do not edit it) speaks the protocol and calls the methods of `Engine` below, on a
+//! fresh `Engine::new()` per case. Each method says what the contract (`conformance docs
+//! contract`) expects of it. Until you fill one in it returns `not_connected(...)`, which the
+//! adapter reports as an error for the case, so the kit runs from the first minute and tells
+//! you which hook to connect next. Add your engine to Cargo.toml's [dependencies].
+//!
+//! When your engine refuses an operation the contract says must fail, return
+//! `Err(EngineError::new(kind).text(..).number(..).into())` with exactly the fields of that kind
+//! (docs/contract.md sections 3 to 5; main.rs's `EngineError` lists them).
+#![allow(unused_variables)]
+
+#[allow(unused_imports)]
+use crate::{not_connected, EngineError, HookResult, PassEdge, PassNode, PassRecord};
+
+// ---- config block: what your engine supports (sent in the hello reply) -------------------
+pub const ENGINE_NAME: &str = "my-engine";
+pub const ENGINE_VERSION: &str = "0.1.0";
+/// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+pub const OPS: &[&str] = &[
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+];
+/// The levels you report honestly: values gradients errors, and trace/order once pass_record works.
+pub const LEVELS: &[&str] = &["values", "gradients", "errors"];
+/// "seed" if backward accepts a seed other than 1.
+pub const FEATURES: &[&str] = &["seed"];
+// ---- end of config block -------------------------------------------------------------------
+
+/// Your engine's node handle, e.g. `Rc<RefCell<Value>>` or an index into a tape. The adapter
+/// only clones it and hands it back to you.
+pub type Node = usize;
+
+/// A number that is the same for two handles of one node and different for different nodes:
+/// the index itself, or `Rc::as_ptr(node) as *const () as usize` for a shared handle.
+pub fn node_key(node: &Node) -> usize {
+    *node
+}
+
+/// Your engine behind the hooks; a fresh one per case, so no case sees another's graph.
+pub struct Engine {}
+
+impl Engine {
+    /// An engine with an empty graph.
+    pub fn new() -> Self {
+        Engine {}
+    }
+
+    /// A tracked leaf. A non-finite value fails with
+    /// `EngineError::new("non-finite-leaf").text("operation", "variable").number("value", value)`.
+    pub fn variable(&mut self, value: f64) -> HookResult<Node> {
+        Err(not_connected("Engine::variable"))
+    }
+
+    /// An untracked leaf; non-finite-leaf as for variable, with operation "constant".
+    pub fn constant(&mut self, value: f64) -> HookResult<Node> {
+        Err(not_connected("Engine::constant"))
+    }
+
+    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one);
+    /// `exponent` is pow's constant. A non-finite value fails with non-finite-result
+    /// (operation, value); a finite value with a non-finite local derivative with
+    /// non-finite-local-derivative (operation, operand slot, value of the derivative).
+    pub fn apply(
+        &mut self,
+        op: &str,
+        operands: &[Node],
+        exponent: Option<f64>,
+    ) -> HookResult<Node> {
+        Err(not_connected("Engine::apply"))
+    }
+
+    /// An untracked leaf with node's value and no edge.
+    pub fn detach(&mut self, node: &Node) -> HookResult<Node> {
+        Err(not_connected("Engine::detach"))
+    }
+
+    /// The node's forward value.
+    pub fn value(&self, node: &Node) -> HookResult<f64> {
+        Err(not_connected("Engine::value"))
+    }
+
+    /// Whether the node takes part in gradients (a variable, or an op with a tracked operand).
+    pub fn tracked(&self, node: &Node) -> HookResult<bool> {
+        Err(not_connected("Engine::tracked"))
+    }
+
+    /// Backward from output with this seed (docs/contract.md section 5). Checks in order:
+    /// untracked-output, non-finite-seed, then per edge non-finite-contribution and
+    /// non-finite-pass-adjoint, then per node non-finite-accumulated-gradient; commit only if
+    /// all pass.
+    pub fn backward(&mut self, output: &Node, seed: f64) -> HookResult<()> {
+        Err(not_connected("Engine::backward"))
+    }
+
+    /// Sets the stored gradient of every tracked node reachable from output to 0.
+    pub fn zero_grad(&mut self, output: &Node) -> HookResult<()> {
+        Err(not_connected("Engine::zero_grad"))
+    }
+
+    /// The stored gradient of a tracked node.
+    pub fn gradient(&self, node: &Node) -> HookResult<f64> {
+        Err(not_connected("Engine::gradient"))
+    }
+
+    /// Optional, for the trace and order levels: what the last successful backward did.
+    /// Add "trace"/"order" to LEVELS when it works.
+    pub fn pass_record(&mut self) -> HookResult<PassRecord> {
+        Err(not_connected("Engine::pass_record"))
+    }
+}

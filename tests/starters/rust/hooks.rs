@@ -1,0 +1,270 @@
+//! A tiny correct engine written into the Rust starter's hooks, for tests/test_starters.py.
+//! It follows the contract (docs/contract.md sections 3 to 6) with std's f64 math on a tape
+//! of nodes: every operand edge summed, fresh pass adjoints per backward, every check before
+//! the commit, the canonical depth-first post-order, and a pass record for trace and order.
+
+use crate::{EngineError, HookResult, PassEdge, PassNode, PassRecord};
+
+pub const ENGINE_NAME: &str = "starter-test-engine";
+pub const ENGINE_VERSION: &str = "0.1.0";
+pub const OPS: &[&str] = &[
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+];
+pub const LEVELS: &[&str] = &["values", "gradients", "errors", "trace", "order"];
+pub const FEATURES: &[&str] = &["seed"];
+
+pub type Node = usize;
+
+pub fn node_key(node: &Node) -> usize {
+    *node
+}
+
+struct Entry {
+    value: f64,
+    operation: String,
+    operands: Vec<usize>,
+    derivatives: Vec<f64>,
+    tracked: bool,
+    grad: f64,
+}
+
+pub struct Engine {
+    tape: Vec<Entry>,
+    record: Option<PassRecord>,
+}
+
+/// The op table: value and local derivatives from the forward values, as the contract writes them.
+fn rule(op: &str, a: f64, b: f64, c: f64) -> (f64, Vec<f64>) {
+    match op {
+        "add" => (a + b, vec![1.0, 1.0]),
+        "sub" => (a - b, vec![1.0, -1.0]),
+        "mul" => (a * b, vec![b, a]),
+        "div" => {
+            let r = a / b;
+            (r, vec![1.0 / b, -(r / b)])
+        }
+        "neg" => (-a, vec![-1.0]),
+        "pow" => (
+            a.powf(c),
+            vec![if c == 0.0 { 0.0 } else { c * a.powf(c - 1.0) }],
+        ),
+        "exp" => {
+            let r = a.exp();
+            (r, vec![r])
+        }
+        "log" => (a.ln(), vec![1.0 / a]),
+        "tanh" => {
+            let t = a.tanh();
+            (t, vec![1.0 - t * t])
+        }
+        "relu" if a > 0.0 => (a, vec![1.0]),
+        "relu" => (0.0, vec![0.0]),
+        _ => panic!("unknown op {op}"),
+    }
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        Engine {
+            tape: Vec::new(),
+            record: None,
+        }
+    }
+
+    fn push(
+        &mut self,
+        value: f64,
+        operation: &str,
+        operands: Vec<usize>,
+        derivatives: Vec<f64>,
+        tracked: bool,
+    ) -> Node {
+        self.tape.push(Entry {
+            value,
+            operation: operation.to_string(),
+            operands,
+            derivatives,
+            tracked,
+            grad: 0.0,
+        });
+        self.tape.len() - 1
+    }
+
+    fn leaf(&mut self, value: f64, operation: &str) -> HookResult<Node> {
+        if !value.is_finite() {
+            return Err(EngineError::new("non-finite-leaf")
+                .text("operation", operation)
+                .number("value", value)
+                .into());
+        }
+        Ok(self.push(value, operation, vec![], vec![], operation == "variable"))
+    }
+
+    pub fn variable(&mut self, value: f64) -> HookResult<Node> {
+        self.leaf(value, "variable")
+    }
+
+    pub fn constant(&mut self, value: f64) -> HookResult<Node> {
+        self.leaf(value, "constant")
+    }
+
+    pub fn apply(
+        &mut self,
+        op: &str,
+        operands: &[Node],
+        exponent: Option<f64>,
+    ) -> HookResult<Node> {
+        let a = self.tape[operands[0]].value;
+        let b = operands.get(1).map_or(0.0, |&n| self.tape[n].value);
+        let (value, derivatives) = rule(op, a, b, exponent.unwrap_or(0.0));
+        if !value.is_finite() {
+            return Err(EngineError::new("non-finite-result")
+                .text("operation", op)
+                .number("value", value)
+                .into());
+        }
+        for (slot, d) in derivatives.iter().enumerate() {
+            if !d.is_finite() {
+                let error = EngineError::new("non-finite-local-derivative")
+                    .text("operation", op)
+                    .slot("operand", slot);
+                return Err(error.number("value", *d).into());
+            }
+        }
+        let tracked = operands.iter().any(|&n| self.tape[n].tracked);
+        Ok(self.push(value, op, operands.to_vec(), derivatives, tracked))
+    }
+
+    pub fn detach(&mut self, node: &Node) -> HookResult<Node> {
+        let value = self.tape[*node].value;
+        Ok(self.push(value, "detached", vec![], vec![], false))
+    }
+
+    pub fn value(&self, node: &Node) -> HookResult<f64> {
+        Ok(self.tape[*node].value)
+    }
+
+    pub fn tracked(&self, node: &Node) -> HookResult<bool> {
+        Ok(self.tape[*node].tracked)
+    }
+
+    pub fn gradient(&self, node: &Node) -> HookResult<f64> {
+        Ok(self.tape[*node].grad)
+    }
+
+    /// Depth-first post-order from the output, operands in slot order, iteratively.
+    fn topology(&self, output: usize) -> Vec<usize> {
+        let mut order = Vec::new();
+        let mut seen = vec![false; self.tape.len()];
+        seen[output] = true;
+        let mut stack = vec![(output, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (node, slot) = *top;
+            if slot < self.tape[node].operands.len() {
+                top.1 += 1;
+                let operand = self.tape[node].operands[slot];
+                if !seen[operand] {
+                    seen[operand] = true;
+                    stack.push((operand, 0));
+                }
+            } else {
+                order.push(node);
+                stack.pop();
+            }
+        }
+        order
+    }
+
+    pub fn backward(&mut self, output: &Node, seed: f64) -> HookResult<()> {
+        let output = *output;
+        if !self.tape[output].tracked {
+            return Err(EngineError::new("untracked-output")
+                .text("operation", &self.tape[output].operation)
+                .into());
+        }
+        if !seed.is_finite() {
+            return Err(EngineError::new("non-finite-seed")
+                .number("seed", seed)
+                .into());
+        }
+        let order = self.topology(output);
+        let mut adjoint = vec![0.0; self.tape.len()];
+        adjoint[output] = seed;
+        let mut edges = Vec::new();
+        for &child in order.iter().rev() {
+            let upstream = if self.tape[child].tracked {
+                adjoint[child]
+            } else {
+                0.0
+            };
+            for (slot, &parent) in self.tape[child].operands.iter().enumerate() {
+                let d = self.tape[child].derivatives[slot];
+                let contribution = upstream * d;
+                if !contribution.is_finite() {
+                    let error = EngineError::new("non-finite-contribution")
+                        .node("child", child)
+                        .node("parent", parent);
+                    let error = error.slot("operand", slot).number("upstream", upstream);
+                    return Err(error.number("local_derivative", d).into());
+                }
+                let (before, mut after) = (adjoint[parent], 0.0);
+                if self.tape[parent].tracked {
+                    after = before + contribution;
+                    if !after.is_finite() {
+                        let error = EngineError::new("non-finite-pass-adjoint")
+                            .node("node", parent)
+                            .number("previous", before);
+                        return Err(error.number("contribution", contribution).into());
+                    }
+                    adjoint[parent] = after;
+                }
+                edges.push(PassEdge {
+                    child,
+                    parent,
+                    operand: slot,
+                    local_derivative: d,
+                    upstream,
+                    contribution,
+                    before,
+                    after,
+                });
+            }
+        }
+        for &n in &order {
+            let entry = &self.tape[n];
+            if entry.tracked && !(entry.grad + adjoint[n]).is_finite() {
+                let error = EngineError::new("non-finite-accumulated-gradient")
+                    .node("node", n)
+                    .number("stored", entry.grad);
+                return Err(error.number("pass_adjoint", adjoint[n]).into());
+            }
+        }
+        let mut nodes = Vec::new();
+        for &n in &order {
+            if self.tape[n].tracked {
+                self.tape[n].grad += adjoint[n];
+            }
+            nodes.push(PassNode {
+                node: n,
+                pass_adjoint: adjoint[n],
+                stored_gradient: self.tape[n].grad,
+            });
+        }
+        self.record = Some(PassRecord { seed, nodes, edges });
+        Ok(())
+    }
+
+    pub fn zero_grad(&mut self, output: &Node) -> HookResult<()> {
+        for n in self.topology(*output) {
+            self.tape[n].grad = 0.0;
+        }
+        Ok(())
+    }
+
+    pub fn pass_record(&mut self) -> HookResult<PassRecord> {
+        Ok(self
+            .record
+            .take()
+            .expect("a successful backward came first"))
+    }
+}

@@ -13,12 +13,9 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .commands import docs, explain, fuzz, init, list_cases, regen, run, train
+from .errors import UsageError
 
 COMMANDS = [run, list_cases, explain, regen, fuzz, train, docs, init]
-
-
-class UsageError(Exception):
-    """A mistake in the command line or configuration; reported as one line, exit 2."""
 
 
 def version_text() -> str:

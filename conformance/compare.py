@@ -103,7 +103,10 @@ class _Collector:
                 return
             distance = ulp_distance(e, a)
             if not self.policy.agree(e, a):
-                self.add(step, path, expected, actual, distance)
+                if e == 0.0 and a == 0.0:  # equal but for the sign: not a distance in ulp
+                    self.add(step, path, expected, actual, note="only the sign of zero differs")
+                else:
+                    self.add(step, path, expected, actual, distance)
             elif math.isfinite(distance) and e * a > 0:
                 # Pairs on both sides of zero agree only through the policy's absolute floor;
                 # their ulp distance says nothing, so they are left out of the figure.

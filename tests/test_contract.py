@@ -135,3 +135,15 @@ def test_the_readme_lists_every_plugin_option_and_ini_key():
     from conformance.pytest_plugin import options_markdown
 
     assert options_markdown() in (ROOT / "README.md").read_text()
+
+
+def test_a_difference_in_the_sign_of_zero_is_named_as_such_not_as_an_ulp_distance():
+    command = f"{sys.executable} {ROOT / 'adapters/broken/adapter.py'} signed-zero-lost"
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "--command", command, "--case", "ops/neg/positive-zero"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "expected -0.0, got 0.0; only the sign of zero differs" in done.stdout
+    assert "ulp apart" not in done.stdout

@@ -303,7 +303,7 @@ def test_the_ci_snippet_runs_the_commands_init_prints(tmp_path, language):
     for command in build:
         assert f"run: {command}" in snippet
     assert run in snippet  # a folded YAML block: the same words once whitespace is normalised
-    assert 'pip install "scalar-conformance[pytest]"' in snippet
+    assert 'pip install "${CONFORMANCE_KIT}[pytest]"' in snippet and "CONFORMANCE_KIT:" in snippet
 
 
 def test_the_go_and_rust_starters_and_test_engines_are_formatted_as_their_toolchains_want(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..contract import docs_dir
+from ..errors import UsageError
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -21,7 +22,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Print the list, or one document."""
-    from ..cli import UsageError
 
     folder = docs_dir()
     found = {path.stem: path for path in sorted(folder.glob("*.md"))}

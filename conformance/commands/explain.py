@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..execute import run_program
 from ..fixture import FIXTURES_DIR, load_corpus
 
@@ -37,7 +38,6 @@ def _table(rows: list[list[str]], indent: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the walk-through."""
-    from ..cli import UsageError
 
     corpus = {f.id: f for f in load_corpus(args.fixtures)}
     fixture = corpus.get(args.case)

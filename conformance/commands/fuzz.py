@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..errors import UsageError
 from ..fixture import FIXTURES_DIR, LEVELS
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
 from ..registry import REGISTRY
@@ -63,7 +64,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Fuzz, report, save on request; return the exit code."""
-    from ..cli import UsageError
 
     if args.examples < 1:
         raise UsageError(f"--examples {args.examples}: must be at least 1")

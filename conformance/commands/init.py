@@ -16,6 +16,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from ..errors import UsageError
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -105,7 +107,6 @@ def write_all(target: Path, contents: list[tuple[str, bytes]], folder: str) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Write the starter, or refuse before writing anything."""
-    from ..cli import UsageError
 
     language = args.language.lower()
     if language not in STARTERS:

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from ..contract import ContractError, contract_path, load_rules
+from ..errors import UsageError
 from ..fixture import FIXTURES_DIR, load_corpus
 from ..runner import select
 
@@ -31,7 +32,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Print one line per case (or per rule)."""
-    from ..cli import UsageError
     from .run import empty_selection_message
 
     if args.rules:
@@ -59,7 +59,6 @@ def known_fixture_ids(fixtures_dir: Path) -> set[str]:
 
 
 def _rules(fixtures_dir: Path) -> int:
-    from ..cli import UsageError
 
     try:
         rules = load_rules()

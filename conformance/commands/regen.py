@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import UsageError
 from ..fixture import FIXTURES_DIR, in_checkout
 from ..generate import all_cases, compare, generate, write
 
@@ -26,7 +27,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Generate every case; write or check."""
-    from ..cli import UsageError
 
     root: Path = args.fixtures
     if not args.check and root == FIXTURES_DIR and not in_checkout():

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Optional
 
+from ..errors import UsageError
 from ..expected import Expected, load_expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
 from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
@@ -74,7 +75,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
     """K/N with 1 <= K <= N, or a usage error."""
-    from ..cli import UsageError
 
     if text is None:
         return None
@@ -89,7 +89,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def positive(value: Optional[float], option: str) -> Optional[float]:
     """A positive number of seconds (or None), or a usage error."""
-    from ..cli import UsageError
 
     if value is not None and not value > 0:
         raise UsageError(f"{option} {value:g}: must be a positive number of seconds")
@@ -98,7 +97,6 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
 
 def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
     """The adapters this run uses, from --command, --adapter or the whole registry."""
-    from ..cli import UsageError
 
     adapters: list[AdapterConfig] = []
     if args.command:
@@ -145,7 +143,6 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run, report, and return the exit code."""
-    from ..cli import UsageError
 
     shard = parse_shard(args.shard)
     timeout = positive(args.timeout, "--timeout")

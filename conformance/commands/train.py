@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Optional, TextIO
 
+from ..errors import UsageError
+
 #: Steps by default: about a minute and a half of pure Python at reference width, enough for a clear fall.
 DEFAULT_STEPS = 100
 DEFAULT_SEED = 42
@@ -44,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
     from reference.corpus import CorpusError, builtin_corpus, read_corpus
     from reference.model import GPT, GPTConfig
     from reference.tokenizer import encode
-
-    from ..cli import UsageError
 
     if args.steps < 1:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")

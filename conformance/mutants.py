@@ -450,3 +450,51 @@ def _pass_json(record: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
             for c, p, slot, local, up, contribution, tracked, before, after in record["edges"]
         ],
     }
+
+
+def _libm(function: Callable[..., float]) -> Callable[..., float]:
+    # The platform's math function with IEEE results where Python's math raises instead.
+    def ieee(*args: float) -> float:
+        try:
+            return function(*args)
+        except OverflowError:
+            return math.inf
+        except (ValueError, ZeroDivisionError):
+            if function is math.log and args[0] == 0.0:
+                return -math.inf
+            if function is math.pow and args[0] == 0.0 and args[1] < 0:
+                return math.inf
+            return math.nan
+
+    return ieee
+
+
+_LIBM_EXP, _LIBM_LOG, _LIBM_TANH, _LIBM_POW = (_libm(f) for f in (math.exp, math.log, math.tanh, math.pow))
+
+
+class LibmEngine(MutantEngine):
+    """A correct port that takes exp, log, tanh and pow from the platform's libm, not correctly rounded.
+
+    The contract allows this (docs/contract.md, rule ``op.correctly-rounded``): a test
+    holds that it passes the whole corpus, although some of its values differ from the
+    fixtures' bits.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def _rule(self, op: str, values: tuple[float, ...], exponent: Optional[float]) -> tuple[float, tuple[float, ...]]:
+        a = values[0]
+        if op == "exp":
+            r = _LIBM_EXP(a)
+            return r, (r,)
+        if op == "log":
+            return _LIBM_LOG(a), (ieee_div(1.0, a),)
+        if op == "tanh":
+            t = _LIBM_TANH(a)
+            return t, (1.0 - t * t,)
+        if op == "pow":
+            assert exponent is not None
+            r = _LIBM_POW(a, exponent)
+            return r, (0.0 if exponent == 0.0 else exponent * _LIBM_POW(a, exponent - 1.0),)
+        return super()._rule(op, values, exponent)

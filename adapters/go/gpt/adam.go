@@ -56,7 +56,7 @@ func (m *Model) TrainStep(doc string, opt *Adam, step int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := g.Backward(loss, 1); err != nil {
+	if err := g.Backward(loss, 1); err != nil {
 		return 0, err
 	}
 	opt.Step(m.Parameters(), step)

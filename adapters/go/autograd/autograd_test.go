@@ -459,3 +459,26 @@ func TestResetReusesTheGraphAndKeepsParameterGradients(t *testing.T) {
 		t.Errorf("parameter gradient %v, want 6 (three documents accumulate)", p.Grad)
 	}
 }
+
+func TestContributionErrorWinsOverAnEarlierFoundAccumulatedOverflow(t *testing.T) {
+	// The output's prospective stored gradient overflows before the walk
+	// reaches the edge out -> c, whose contribution overflows; the contract
+	// checks every edge first, so the contribution error is the one reported.
+	g := NewGraph()
+	a := must(g.Variable(1))
+	h := must(g.Mul(a, must(g.Literal(2))))
+	c := must(g.Literal(1))
+	out := must(g.Mul(h, c))
+	if err := g.Backward(out, 1e307); err != nil {
+		t.Fatal(err)
+	}
+	before := [3]float64{grad(t, a), grad(t, h), grad(t, out)}
+	err := g.Backward(out, 1.7e308)
+	var e *NonFiniteContributionError
+	if !errors.As(err, &e) || e.Child != out || e.Parent != c || e.Operand != 1 {
+		t.Fatalf("got %v, want a non-finite contribution on out -> c", err)
+	}
+	if after := [3]float64{grad(t, a), grad(t, h), grad(t, out)}; after != before {
+		t.Errorf("stored gradients changed from %v to %v", before, after)
+	}
+}

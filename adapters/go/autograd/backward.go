@@ -47,8 +47,8 @@ type EdgeRecord struct {
 // buffers have grown to the tape's length.
 type scratch struct {
 	pass  []float64 // pass adjoints by tape index, valid for the current topology
-	mark  []uint32  // mark[i] == gen: node i is in the current topology
-	gen   uint32    // the current pass's generation
+	mark  []uint8   // mark[i] == gen: node i is in the current topology
+	gen   uint8     // the current pass's generation
 	topo  []int32   // the current topology
 	stack []int32   // depth-first stack of tape indices
 	slots []uint8   // next operand slot of each stack entry
@@ -59,11 +59,12 @@ type scratch struct {
 func (s *scratch) grow(n int) {
 	if len(s.mark) < n {
 		size := max(n, 2*len(s.mark))
-		s.mark = append(s.mark, make([]uint32, size-len(s.mark))...)
+		s.mark = append(s.mark, make([]uint8, size-len(s.mark))...)
 		s.pass = append(s.pass, make([]float64, size-len(s.pass))...)
+		s.topo = make([]int32, 0, size)
 	}
 	s.gen++
-	if s.gen == 0 { // wrapped: forget every old mark once
+	if s.gen == 0 { // wrapped (every 255 passes): forget every old mark once
 		clear(s.mark)
 		s.gen = 1
 	}
@@ -83,19 +84,33 @@ func (g *Graph) topology(output int32) []int32 {
 	slots := append(s.slots[:0], 0)
 	mark[output], pass[output] = gen, 0
 	for len(stack) > 0 {
+		// Resume the top node at its next slot; found leaves are placed at
+		// once, so only an operation's first visit pushes a frame.
 		top := len(stack) - 1
 		nd := &nodes[stack[top]]
-		if slot := slots[top]; slot < nd.arity {
-			slots[top] = slot + 1
-			if p := nd.operands[slot]; mark[p] != gen {
-				mark[p], pass[p] = gen, 0
-				stack = append(stack, p)
-				slots = append(slots, 0)
+		slot := slots[top]
+		pushed := false
+		for slot < nd.arity {
+			p := nd.operands[slot]
+			slot++
+			if mark[p] == gen {
+				continue
 			}
-			continue
+			mark[p], pass[p] = gen, 0
+			if nodes[p].arity == 0 {
+				topo = append(topo, p) // a leaf's post-order place is where it is found
+				continue
+			}
+			slots[top] = slot
+			stack = append(stack, p)
+			slots = append(slots, 0)
+			pushed = true
+			break
 		}
-		topo = append(topo, stack[top])
-		stack, slots = stack[:top], slots[:top]
+		if !pushed {
+			topo = append(topo, stack[top])
+			stack, slots = stack[:top], slots[:top]
+		}
 	}
 	s.topo, s.stack, s.slots = topo, stack, slots
 	return topo
@@ -141,19 +156,32 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 		return &NonFiniteSeedError{Seed: seed}
 	}
 	topo := g.topology(output.i)
-	nodes, pass := g.nodes, g.scratch.pass
+	nodes, grads, pass := g.nodes, g.grads, g.scratch.pass
 	pass[output.i] = seed
 	if r != nil {
 		r.Nodes = make([]NodeRecord, 0, len(topo))
 		r.Edges = make([]EdgeRecord, 0, len(topo))
 	}
 	// Reverse topology order: each child, then each of its edges in slot order.
+	// A child's pass adjoint is final when the walk reaches it (all its
+	// consumers come later in the topology), so its prospective stored
+	// gradient is checked there too; but the contract reports every
+	// contribution and pass adjoint error first, so a failing sum only raises
+	// a flag here and is reported after the walk.
+	overflow := false
 	for k := len(topo) - 1; k >= 0; k-- {
 		ci := topo[k]
 		child := &nodes[ci]
 		upstream := 0.0
 		if child.tracked {
 			upstream = pass[ci]
+			stored := grads[ci]
+			if child.param > 0 {
+				stored = g.parameters[child.param-1].Grad
+			}
+			if !isFinite(stored + upstream) {
+				overflow = true
+			}
 		} else if r == nil {
 			// An untracked child's operands are untracked and its contributions
 			// are 0 * a finite derivative: no check can fail, nothing is stored.
@@ -188,32 +216,38 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 			}
 		}
 	}
-	// Prospective stored gradients, checked in topology order before any commit.
-	for _, i := range topo {
-		nd := &nodes[i]
-		if nd.tracked {
-			stored := g.stored(nd)
-			total := stored + pass[i]
-			if !isFinite(total) {
-				return &NonFiniteAccumulatedGradientError{Node: Node{g, i}, Stored: stored, PassAdjoint: pass[i]}
+	// Some prospective stored gradient overflows: report the first in
+	// topology order, before any commit.
+	if overflow {
+		for _, i := range topo {
+			if nodes[i].tracked && !isFinite(g.stored(i)+pass[i]) {
+				return &NonFiniteAccumulatedGradientError{Node: Node{g, i}, Stored: g.stored(i), PassAdjoint: pass[i]}
 			}
 		}
 	}
-	// Every check passed: commit, recomputing the same sums.
-	for _, i := range topo {
-		nd := &nodes[i]
-		if !nd.tracked {
-			if r != nil {
+	// Every check passed: commit. An untracked node's pass adjoint stays 0
+	// and its slot of grads is never read, so the loop needs no branch and
+	// reads no node; a Parameter's node commits to the Parameter instead.
+	if r != nil {
+		for _, i := range topo {
+			nd := &nodes[i]
+			if !nd.tracked {
 				r.Nodes = append(r.Nodes, NodeRecord{Node: i, Operation: nd.op, Value: nd.value})
+				continue
 			}
-			continue
-		}
-		total := g.stored(nd) + pass[i]
-		g.setStored(nd, total)
-		if r != nil {
 			r.Nodes = append(r.Nodes, NodeRecord{
-				Node: i, Operation: nd.op, Tracked: true, Value: nd.value, PassAdjoint: pass[i], StoredGradient: total,
+				Node: i, Operation: nd.op, Tracked: true, Value: nd.value, PassAdjoint: pass[i], StoredGradient: g.stored(i) + pass[i],
 			})
+		}
+	}
+	for _, i := range topo {
+		grads[i] += pass[i]
+	}
+	mark, gen := g.scratch.mark, g.scratch.gen
+	for k, i := range g.paramNodes {
+		if mark[i] == gen {
+			p := g.parameters[k]
+			p.Grad += pass[i]
 		}
 	}
 	return nil
@@ -227,8 +261,12 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 func (g *Graph) ZeroGrad(output Node) {
 	g.check(output)
 	for _, i := range g.topology(output.i) {
-		if nd := &g.nodes[i]; nd.tracked {
-			g.setStored(nd, 0)
+		g.grads[i] = 0 // an untracked node's slot is never read
+	}
+	mark, gen := g.scratch.mark, g.scratch.gen
+	for k, i := range g.paramNodes {
+		if mark[i] == gen {
+			g.parameters[k].Grad = 0
 		}
 	}
 }

@@ -23,21 +23,22 @@ import (
 // ready to use. A Graph is not safe for concurrent use.
 type Graph struct {
 	nodes      []node
+	grads      []float64            // stored gradients by tape index (unused for untracked and Parameter nodes)
 	params     map[*Parameter]int32 // parameter -> its node
 	parameters []*Parameter         // by node.param - 1
+	paramNodes []int32              // the node of each parameter, by node.param - 1
 	scratch    scratch              // Backward's and ZeroGrad's reused buffers
 }
 
-// node is one tape entry, 48 bytes. operands and local are parallel, one
+// node is one tape entry, 40 bytes. operands and local are parallel, one
 // entry per operand slot (arity of them); pow, which has one slot, keeps its
-// constant exponent in local[1]. grad is the stored gradient of a tracked
-// node, unless param is set (1 + an index into Graph.parameters), in which
-// case the stored gradient lives on that Parameter. A node holds no pointer,
-// so the garbage collector never scans the tape.
+// constant exponent in local[1]. The stored gradient of a tracked node is
+// Graph.grads at its index, unless param is set (1 + an index into
+// Graph.parameters), in which case it lives on that Parameter. A node holds
+// no pointer, so the garbage collector never scans the tape.
 type node struct {
 	value    float64
 	local    [2]float64
-	grad     float64
 	operands [2]int32
 	param    int32
 	op       Op
@@ -81,10 +82,10 @@ func (g *Graph) At(i int) Node {
 // grown. The stored gradients of Parameters live on the Parameters and are
 // kept. Every Node of the graph from before the Reset is invalid.
 func (g *Graph) Reset() {
-	g.nodes = g.nodes[:0]
+	g.nodes, g.grads = g.nodes[:0], g.grads[:0]
 	clear(g.params)
 	clear(g.parameters)
-	g.parameters = g.parameters[:0]
+	g.parameters, g.paramNodes = g.parameters[:0], g.paramNodes[:0]
 }
 
 // Variable returns a new tracked leaf with value v, whose stored gradient
@@ -122,6 +123,7 @@ func (g *Graph) Param(p *Parameter) (Node, error) {
 		g.params = make(map[*Parameter]int32)
 	}
 	g.params[p] = n.i
+	g.paramNodes = append(g.paramNodes, n.i)
 	return n, nil
 }
 
@@ -225,6 +227,7 @@ func (g *Graph) push(nd node) Node {
 		panic("autograd: graph has too many nodes")
 	}
 	g.nodes = append(g.nodes, nd)
+	g.grads = append(g.grads, 0)
 	return Node{g, int32(len(g.nodes) - 1)}
 }
 
@@ -281,7 +284,7 @@ func (n Node) Grad() (float64, bool) {
 	if !nd.tracked {
 		return 0, false
 	}
-	return n.g.stored(nd), true
+	return n.g.stored(n.i), true
 }
 
 // Parameter returns the Parameter n stands for, or nil.
@@ -300,27 +303,23 @@ func (n Node) String() string {
 	return fmt.Sprintf("node %d (%s)", n.i, n.g.nodes[n.i].op)
 }
 
-func (g *Graph) stored(nd *node) float64 {
-	if nd.param > 0 {
-		return g.parameters[nd.param-1].Grad
+// stored returns the stored gradient of tracked node i.
+func (g *Graph) stored(i int32) float64 {
+	if p := g.nodes[i].param; p > 0 {
+		return g.parameters[p-1].Grad
 	}
-	return nd.grad
+	return g.grads[i]
 }
 
-func (g *Graph) setStored(nd *node, v float64) {
-	if nd.param > 0 {
-		g.parameters[nd.param-1].Grad = v
-	} else {
-		nd.grad = v
-	}
-}
-
-func isFinite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+// isFinite reports whether v is neither infinite nor nan: v - v is 0 for
+// every finite v and nan for inf and nan, one subtraction and one compare.
+func isFinite(v float64) bool { return v-v == 0 }
 
 // Grow makes room on the tape for n more nodes, so the next n creations do
 // not reallocate it.
 func (g *Graph) Grow(n int) {
 	if n > cap(g.nodes)-len(g.nodes) {
 		g.nodes = append(make([]node, 0, len(g.nodes)+n), g.nodes...)
+		g.grads = append(make([]float64, 0, len(g.grads)+n), g.grads...)
 	}
 }

@@ -25,9 +25,10 @@ type Machine struct {
 // (or, for backward and zero_grad, of the output in refs[0]); -1 for an id no
 // earlier step creates.
 type plan struct {
-	refs [2]int32
-	op   autograd.Op
-	kind kind
+	value float64 // the leaf's value or pow's exponent
+	refs  [2]int32
+	op    autograd.Op
+	kind  kind
 }
 
 // kind is what a creation step does.
@@ -58,6 +59,10 @@ func NewMachine(steps []Step) *Machine {
 	for index, s := range steps {
 		m.tape[index] = -1
 		p := &m.plan[index]
+		p.value = s.Value
+		if s.Op == "pow" {
+			p.value = s.Exponent
+		}
 		for slot, id := range s.Args {
 			p.refs[slot] = resolve(id)
 		}
@@ -93,6 +98,19 @@ func (m *Machine) node(ref int32, id string, index int) (autograd.Node, error) {
 	return m.Graph.At(int(m.tape[ref])), nil
 }
 
+// operand returns the node in slot of creation step number index.
+func (m *Machine) operand(index, slot int) (autograd.Node, error) {
+	if ref := m.plan[index].refs[slot]; ref >= 0 && m.tape[ref] >= 0 {
+		return m.Graph.At(int(m.tape[ref])), nil
+	}
+	return m.node(-1, m.steps[index].Args[slot], index)
+}
+
+// Creates reports whether step number index creates a node.
+func (m *Machine) Creates(index int) bool {
+	return m.plan[index].kind != kindOther || m.steps[index].Creates()
+}
+
 // Output returns the output node of backward or zero_grad step number index,
 // or a *Error when no step created it (its creating step failed).
 func (m *Machine) Output(index int) (autograd.Node, error) {
@@ -108,32 +126,35 @@ func (m *Machine) Len() int { return len(m.step) }
 // Create executes creation step number index and records its node. An engine
 // error (autograd.Error) creates no node.
 func (m *Machine) Create(index int) (autograd.Node, error) {
+	// Only the plan is read on the way to the engine; the step's strings only
+	// for a message.
 	g := m.Graph
-	step, p := &m.steps[index], &m.plan[index]
+	p := &m.plan[index]
 	var (
 		n   autograd.Node
 		err error
 	)
 	switch p.kind {
 	case kindVariable:
-		n, err = g.Variable(step.Value)
+		n, err = g.Variable(p.value)
 	case kindConstant:
-		n, err = g.Literal(step.Value)
-	case kindDetach, kindApply:
+		n, err = g.Literal(p.value)
+	case kindDetach:
+		var a autograd.Node
+		if a, err = m.operand(index, 0); err == nil {
+			n = g.Detach(a)
+		}
+	case kindApply:
 		var buf [2]autograd.Node
-		operands := buf[:len(step.Args)]
-		for slot, id := range step.Args {
-			if operands[slot], err = m.node(p.refs[slot], id, index); err != nil {
+		operands := buf[:p.op.Arity()]
+		for slot := range operands {
+			if operands[slot], err = m.operand(index, slot); err != nil {
 				return autograd.Node{}, err
 			}
 		}
-		if p.kind == kindDetach {
-			n = g.Detach(operands[0])
-		} else {
-			n, err = g.Apply(p.op, operands, step.Exponent)
-		}
+		n, err = g.Apply(p.op, operands, p.value)
 	default:
-		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", step.Op)}
+		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", m.steps[index].Op)}
 	}
 	if err != nil {
 		return autograd.Node{}, err

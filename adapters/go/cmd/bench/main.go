@@ -73,17 +73,18 @@ func run(m *program.Machine, steps []program.Step) (report, error) {
 	var forward, backward time.Duration
 	start := time.Now()
 	m.Graph.Grow(len(steps))
-	for index, step := range steps {
-		if index > 0 && step.Creates() != steps[index-1].Creates() {
+	for index := range steps {
+		creates := m.Creates(index)
+		if index > 0 && creates != m.Creates(index-1) {
 			now := time.Now()
-			if steps[index-1].Creates() {
+			if !creates {
 				forward += now.Sub(start)
 			} else {
 				backward += now.Sub(start)
 			}
 			start = now
 		}
-		if step.Creates() {
+		if creates {
 			// An engine error is part of the program; anything else ends it.
 			// (A type assertion, unlike errors.As, allocates nothing per step.)
 			if _, err := m.Create(index); err != nil {
@@ -97,12 +98,12 @@ func run(m *program.Machine, steps []program.Step) (report, error) {
 		if err != nil {
 			return report{}, err
 		}
-		if step.Op == "zero_grad" {
+		if steps[index].Op == "zero_grad" {
 			m.Graph.ZeroGrad(output)
 			continue
 		}
 		// A failed backward is part of the program; its time counts too.
-		_ = m.Graph.Backward(output, step.Seed)
+		_ = m.Graph.Backward(output, steps[index].Seed)
 	}
 	if len(steps) > 0 {
 		if elapsed := time.Since(start); steps[len(steps)-1].Creates() {

@@ -133,8 +133,9 @@ func TestAFewAdamStepsLowerTheLossOnOneDocument(t *testing.T) {
 	const steps = 10
 	opt := NewAdam(steps)
 	var losses []float64
+	g := autograd.NewGraph() // reused: every step resets it
 	for i := 0; i < steps; i++ {
-		loss, err := m.TrainStep("emma", opt, i)
+		loss, _, err := m.TrainStep(g, "emma", opt, i)
 		if err != nil {
 			t.Fatal(err)
 		}

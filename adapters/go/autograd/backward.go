@@ -61,7 +61,11 @@ func (s *scratch) grow(n int) {
 		size := max(n, 2*len(s.mark))
 		s.mark = append(s.mark, make([]uint8, size-len(s.mark))...)
 		s.pass = append(s.pass, make([]float64, size-len(s.pass))...)
+		// Room for the deepest possible walk: pages never touched are never
+		// resident, and the walk never copies a growing stack.
 		s.topo = make([]int32, 0, size)
+		s.stack = make([]int32, 0, size)
+		s.slots = make([]uint8, 0, size)
 	}
 	s.gen++
 	if s.gen == 0 { // wrapped (every 255 passes): forget every old mark once

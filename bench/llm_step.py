@@ -91,13 +91,20 @@ def main() -> int:
             rows.append((f"{engine} ({name})", n, f, b))
 
     print(f"One training step at reference width: document {args.document!r}, best of {args.repeat}.\n")
-    print("| engine | nodes | forward ms | backward ms | nodes/s | vs reference | vs microGPT 250k |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| engine | nodes | forward ms | backward ms | nodes/s | vs reference | vs minimal | vs microGPT 250k |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    # A port is shown against its language's minimal engine (bench/minimal/), "<name> (<lang>-minimal)".
+    rates = {engine: n / (f + b) for engine, n, f, b in rows}
+    minimal = {
+        engine.rsplit("(", 1)[-1].rstrip(")").removesuffix("-minimal"): r for engine, r in rates.items() if "-minimal)" in engine
+    }
     for engine, n, f, b in rows:
-        rate = n / (f + b)
+        rate = rates[engine]
+        language = engine.rsplit("(", 1)[-1].rstrip(")")
+        vs_minimal = f"{rate / minimal[language]:,.2f}x" if language in minimal else ""
         print(
             f"| {engine} | {n:,} | {f * 1e3:,.1f} | {b * 1e3:,.1f} | {rate:,.0f} | "
-            f"{rate / reference_rate:,.2f}x | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
+            f"{rate / reference_rate:,.2f}x | {vs_minimal} | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
         )
     return 0
 

@@ -1,7 +1,14 @@
 // Package autograd is a scalar reverse-mode autodiff engine in the microGPT
 // style: a Graph appends one node per scalar to a tape in creation order, and
-// Backward walks that tape backwards from an output, restricted to the nodes
-// the output reaches.
+// Backward walks the nodes an output reaches in reverse canonical topology
+// (docs/contract.md section 7: depth-first post-order from the output,
+// operands in slot order).
+//
+// The tape is index-based and pointer-free: nodes in one slice, operands as
+// int32 tape indices, local derivatives stored at creation. Backward works in
+// scratch buffers the graph reuses for every pass and builds no pass record;
+// BackwardRecord does the same pass and returns its record, for callers that
+// check the trace or the order.
 //
 // It meets the semantic contract of the conformance kit (docs/contract.md): every
 // operand occurrence is its own edge (x*x has two edges to x), each backward

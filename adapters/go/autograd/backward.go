@@ -160,6 +160,7 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 		return &NonFiniteSeedError{Seed: seed}
 	}
 	topo := g.topology(output.i)
+	g.syncGrads()
 	nodes, grads, pass := g.nodes, g.grads, g.scratch.pass
 	pass[output.i] = seed
 	if r != nil {
@@ -264,6 +265,7 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 // buffers.
 func (g *Graph) ZeroGrad(output Node) {
 	g.check(output)
+	g.syncGrads()
 	for _, i := range g.topology(output.i) {
 		g.grads[i] = 0 // an untracked node's slot is never read
 	}

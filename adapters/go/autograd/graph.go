@@ -30,7 +30,7 @@ import (
 // ready to use. A Graph is not safe for concurrent use.
 type Graph struct {
 	nodes      []node
-	grads      []float64            // stored gradients by tape index (unused for untracked and Parameter nodes)
+	grads      []float64            // stored gradients by tape index, grown by Backward (unused for untracked and Parameter nodes)
 	params     map[*Parameter]int32 // parameter -> its node
 	parameters []*Parameter         // by node.param - 1
 	paramNodes []int32              // the node of each parameter, by node.param - 1
@@ -234,7 +234,6 @@ func (g *Graph) push(nd node) Node {
 		panic("autograd: graph has too many nodes")
 	}
 	g.nodes = append(g.nodes, nd)
-	g.grads = append(g.grads, 0)
 	return Node{g, int32(len(g.nodes) - 1)}
 }
 
@@ -315,7 +314,18 @@ func (g *Graph) stored(i int32) float64 {
 	if p := g.nodes[i].param; p > 0 {
 		return g.parameters[p-1].Grad
 	}
+	if int(i) >= len(g.grads) { // no backward since the node was created
+		return 0
+	}
 	return g.grads[i]
+}
+
+// syncGrads gives every node created since the last pass its stored gradient
+// slot, 0; creation itself never touches grads.
+func (g *Graph) syncGrads() {
+	if n := len(g.nodes) - len(g.grads); n > 0 {
+		g.grads = append(g.grads, make([]float64, n)...)
+	}
 }
 
 // isFinite reports whether v is neither infinite nor nan: v - v is 0 for

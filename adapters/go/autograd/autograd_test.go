@@ -482,3 +482,29 @@ func TestContributionErrorWinsOverAnEarlierFoundAccumulatedOverflow(t *testing.T
 		t.Errorf("stored gradients changed from %v to %v", before, after)
 	}
 }
+
+func TestTopologyVisitsALaterSlotOnlyAfterTheEarlierSlotsSubtree(t *testing.T) {
+	// y = (x + w) * x: x is found inside slot 0's subtree, so slot 1 finds it
+	// placed already; w was created first but comes after x.
+	g := NewGraph()
+	w := must(g.Variable(3))
+	x := must(g.Variable(2))
+	s := must(g.Add(x, w))
+	y := must(g.Mul(s, x))
+	r, err := g.BackwardRecord(y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{x.i, w.i, s.i, y.i}
+	if len(r.Nodes) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(r.Nodes), len(want))
+	}
+	for k, n := range r.Nodes {
+		if n.Node != want[k] {
+			t.Fatalf("topology position %d is node %d, want x, w, s, y = %v", k, n.Node, want)
+		}
+	}
+	if grad(t, x) != 7 || grad(t, w) != 2 {
+		t.Errorf("x gradient %v (want 2x+w = 7), w gradient %v (want x = 2)", grad(t, x), grad(t, w))
+	}
+}

@@ -50,8 +50,7 @@ type scratch struct {
 	mark  []uint8   // mark[i] == gen: node i is in the current topology
 	gen   uint8     // the current pass's generation
 	topo  []int32   // the current topology
-	stack []int32   // depth-first stack of tape indices
-	slots []uint8   // next operand slot of each stack entry
+	stack []int32   // depth-first work: i >= 0 visits node i, ^i places node i
 }
 
 // grow makes the buffers cover n tape entries and starts a new generation, so
@@ -64,8 +63,8 @@ func (s *scratch) grow(n int) {
 		// Room for the deepest possible walk: pages never touched are never
 		// resident, and the walk never copies a growing stack.
 		s.topo = make([]int32, 0, size)
-		s.stack = make([]int32, 0, size)
-		s.slots = make([]uint8, 0, size)
+		s.stack = make([]int32, 0, 2*size) // at most two entries per node
+
 	}
 	s.gen++
 	if s.gen == 0 { // wrapped (every 255 passes): forget every old mark once
@@ -76,47 +75,44 @@ func (s *scratch) grow(n int) {
 
 // topology fills g.scratch.topo with every node output reaches, each once,
 // in the canonical order of docs/contract.md section 7: depth-first post-order
-// from the output, operands visited in slot order. It is iterative (an
-// explicit stack), so a million-node chain needs no recursion. Every node it
-// visits gets a fresh pass adjoint of 0.
+// from the output, operands visited in slot order. It is iterative, so a
+// million-node chain needs no recursion. Every node it visits gets a fresh
+// pass adjoint of 0.
+//
+// The explicit stack holds what the recursive walk would still do: "place
+// node i" (^i) below "visit its slot-1 operand", while the slot-0 operand is
+// visited at once. A visit checks the mark when it is popped, which is when
+// the recursive walk would check it: after the earlier slots' subtrees.
 func (g *Graph) topology(output int32) []int32 {
 	s := &g.scratch
 	s.grow(len(g.nodes))
 	nodes, mark, pass, gen := g.nodes, s.mark, s.pass, s.gen
-	topo := s.topo[:0]
-	stack := append(s.stack[:0], output)
-	slots := append(s.slots[:0], 0)
-	mark[output], pass[output] = gen, 0
-	for len(stack) > 0 {
-		// Resume the top node at its next slot; found leaves are placed at
-		// once, so only an operation's first visit pushes a frame.
-		top := len(stack) - 1
-		nd := &nodes[stack[top]]
-		slot := slots[top]
-		pushed := false
-		for slot < nd.arity {
-			p := nd.operands[slot]
-			slot++
-			if mark[p] == gen {
-				continue
-			}
+	topo, stack := s.topo[:0], s.stack[:0]
+	for p := output; ; {
+		if mark[p] != gen {
 			mark[p], pass[p] = gen, 0
-			if nodes[p].arity == 0 {
-				topo = append(topo, p) // a leaf's post-order place is where it is found
+			if nd := &nodes[p]; nd.arity > 0 {
+				stack = append(stack, ^p)
+				if nd.arity == 2 {
+					stack = append(stack, nd.operands[1])
+				}
+				p = nd.operands[0]
 				continue
 			}
-			slots[top] = slot
-			stack = append(stack, p)
-			slots = append(slots, 0)
-			pushed = true
+			topo = append(topo, p) // a leaf's post-order place is where it is found
+		}
+		// Pop: place every finished node, up to the next pending visit.
+		for len(stack) > 0 && stack[len(stack)-1] < 0 {
+			topo = append(topo, ^stack[len(stack)-1])
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
 			break
 		}
-		if !pushed {
-			topo = append(topo, stack[top])
-			stack, slots = stack[:top], slots[:top]
-		}
+		p = stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 	}
-	s.topo, s.stack, s.slots = topo, stack, slots
+	s.topo, s.stack = topo, stack
 	return topo
 }
 

@@ -508,3 +508,29 @@ func TestTopologyVisitsALaterSlotOnlyAfterTheEarlierSlotsSubtree(t *testing.T) {
 		t.Errorf("x gradient %v (want 2x+w = 7), w gradient %v (want x = 2)", grad(t, x), grad(t, w))
 	}
 }
+
+func TestVisitMarksStayRightAcrossTheGenerationCounterWrapping(t *testing.T) {
+	// The marks are one byte per node with a generation counter: a node left
+	// unvisited for about 255 passes must still be found by the next pass.
+	for skipped := 250; skipped <= 262; skipped++ {
+		g := NewGraph()
+		x := must(g.Variable(2))
+		a := must(g.Mul(x, x))
+		b := must(g.Add(x, must(g.Literal(1))))
+		if err := g.Backward(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < skipped; i++ {
+			if err := g.Backward(b, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Backward(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		if grad(t, a) != 2 || grad(t, x) != float64(4+skipped+4) {
+			t.Fatalf("after %d passes elsewhere: a gradient %v (want 2), x gradient %v (want %d)",
+				skipped, grad(t, a), grad(t, x), 8+skipped)
+		}
+	}
+}

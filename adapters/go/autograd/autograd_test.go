@@ -534,3 +534,26 @@ func TestVisitMarksStayRightAcrossTheGenerationCounterWrapping(t *testing.T) {
 		}
 	}
 }
+
+func TestContributionsIntoAnUntrackedParentNeverOverflowAPassAdjoint(t *testing.T) {
+	// Two edges carry 1e308 each into the constant c: as an untracked parent
+	// it has no pass adjoint, so their sum (inf) is no error, on either path.
+	for _, record := range []bool{false, true} {
+		g := NewGraph()
+		x := must(g.Variable(1))
+		c := must(g.Literal(1e-300))
+		out := must(g.Add(must(g.Mul(x, c)), must(g.Mul(x, c))))
+		var err error
+		if record {
+			_, err = g.BackwardRecord(out, 1e308)
+		} else {
+			err = g.Backward(out, 1e308)
+		}
+		if err != nil {
+			t.Fatalf("record %v: %v", record, err)
+		}
+		if grad(t, x) != 2e8 {
+			t.Errorf("record %v: x gradient %v, want 2e8", record, grad(t, x))
+		}
+	}
+}

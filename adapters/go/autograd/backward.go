@@ -198,6 +198,18 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 					Upstream: upstream, LocalDerivative: local,
 				}
 			}
+			if r == nil {
+				// The fast path adds into every parent's slot without reading
+				// the parent: an untracked parent's slot is never read (not
+				// as upstream, not in a check, not as a stored gradient), so
+				// only a non-finite sum needs to know whether it counts.
+				after := pass[pi] + contribution
+				if !isFinite(after) && nodes[pi].tracked {
+					return &NonFinitePassAdjointError{Node: Node{g, pi}, Previous: pass[pi], Contribution: contribution}
+				}
+				pass[pi] = after
+				continue
+			}
 			parentTracked := nodes[pi].tracked
 			var before, after float64
 			if parentTracked {
@@ -208,13 +220,11 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 				}
 				pass[pi] = after
 			}
-			if r != nil {
-				r.Edges = append(r.Edges, EdgeRecord{
-					Child: ci, Parent: pi, Operand: int(slot),
-					LocalDerivative: local, Upstream: upstream, Contribution: contribution,
-					ParentTracked: parentTracked, Before: before, After: after,
-				})
-			}
+			r.Edges = append(r.Edges, EdgeRecord{
+				Child: ci, Parent: pi, Operand: int(slot),
+				LocalDerivative: local, Upstream: upstream, Contribution: contribution,
+				ParentTracked: parentTracked, Before: before, After: after,
+			})
 		}
 	}
 	// Some prospective stored gradient overflows: report the first in
@@ -226,8 +236,8 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 			}
 		}
 	}
-	// Every check passed: commit. An untracked node's pass adjoint stays 0
-	// and its slot of grads is never read, so the loop needs no branch and
+	// Every check passed: commit. An untracked node's slot of grads is never
+	// read (whatever its pass slot held), so the loop needs no branch and
 	// reads no node; a Parameter's node commits to the Parameter instead.
 	if r != nil {
 		for _, i := range topo {

@@ -29,7 +29,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from native import best_native, native_binaries  # noqa: E402
+from native import best_native, cold, minimal_of, native_binaries  # noqa: E402
 
 import reference  # noqa: E402
 from conformance.fixture import load_corpus  # noqa: E402
@@ -186,16 +186,18 @@ def main() -> None:
         native: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         with tempfile.TemporaryDirectory() as folder:
             for name, command in binaries.items():
-                native[name] = (
-                    best_native(command, program_to_json(chain), Path(folder), args.repeat),
-                    best_native(command, program_to_json(mlp), Path(folder), args.repeat),
-                )
+                c = best_native(command, program_to_json(chain), Path(folder), args.repeat)
+                m = best_native(command, program_to_json(mlp), Path(folder), args.repeat)
+                native[name] = (c, m)
+                cold_c, cold_m = cold(c), cold(m)
+                if cold_c and cold_m:
+                    native[f"{name}, cold"] = (cold_c, cold_m)
         rows = [["reference (Python)", f"{rate(ref_chain):,.0f}", "1.00", "", f"{rate(ref):,.0f}", "1.00", "", ""]]
         for name, (c, m) in native.items():
             # A port is shown against its language's minimal engine, "<name>-minimal".
             vs_minimal = ["", ""]
-            if f"{name}-minimal" in native:
-                minimal_chain, minimal_mlp = native[f"{name}-minimal"]
+            if minimal_of(name) in native:
+                minimal_chain, minimal_mlp = native[minimal_of(name)]
                 vs_minimal = [f"{rate(c) / rate(minimal_chain):.2f}", f"{rate(m) / rate(minimal_mlp):.2f}"]
             memory = f"{c['peak_rss_delta_bytes'] / c['nodes']:.0f}" if "peak_rss_delta_bytes" in c else "n/a"
             rows.append(
@@ -221,7 +223,10 @@ def main() -> None:
             "chain bytes/node",
         ]
         print(table(header, rows))
-        print("\nbytes/node: peak resident set during the run minus before it, over the chain's nodes.")
+        print(
+            "\nbytes/node: peak resident set during the run minus before it, over the chain's nodes."
+            "\n'cold': the same best run's first pass, in memory just returned to the system (every page a fault)."
+        )
 
     print("\n## Harness overhead: the canonical corpus in-process versus through the protocol\n")
     corpus = load_corpus()

@@ -2,7 +2,14 @@
 
 Each binary reads a program file (a JSON array of steps, the fixture format),
 runs it without building observations and prints one JSON line:
-``{"engine", "nodes", "forward_seconds", "backward_seconds"}``.
+``{"engine", "nodes", "forward_seconds", "backward_seconds"}``, and optionally
+``"peak_rss_delta_bytes"`` (peak resident set during the run minus before it) and
+``"cold_forward_seconds"``, ``"cold_backward_seconds"`` (the Go binaries run the program
+twice: the first run, in memory just returned to the system, is cold; the second, timed
+as forward/backward, reuses the memory the first left behind).
+
+A name ending in ``-minimal`` is a language's minimal tape engine (bench/minimal/),
+the limit baseline its port is shown against: ``go-minimal`` for ``go``.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ def native_binaries() -> dict[str, list[str]]:
     if shutil.which("go"):
         subprocess.run(["go", "build", "-o", "bin/bench", "./cmd/bench"], cwd=ROOT / "adapters/go", check=True)
         found["go"] = [str(ROOT / "adapters/go/bin/bench")]
+        subprocess.run(["go", "build", "-o", "bin/minimal", "."], cwd=ROOT / "bench/minimal/go", check=True)
+        found["go-minimal"] = [str(ROOT / "bench/minimal/go/bin/minimal")]
     return found
 
 
@@ -36,3 +45,22 @@ def time_native(command: list[str], steps: list[dict[str, Any]], folder: Path) -
     path.write_text(json.dumps(steps))
     out = subprocess.run([*command, str(path)], capture_output=True, text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def best_native(command: list[str], steps: list[dict[str, Any]], folder: Path, repeat: int) -> dict[str, Any]:
+    """The fastest (forward + backward) of ``repeat`` runs of a bench binary on the steps."""
+    runs = [time_native(command, steps, folder) for _ in range(repeat)]
+    return min(runs, key=lambda t: float(t["forward_seconds"]) + float(t["backward_seconds"]))
+
+
+def cold(timing: dict[str, Any]) -> dict[str, Any] | None:
+    """The timing of a binary's cold first run, if it reports one."""
+    if "cold_forward_seconds" not in timing:
+        return None
+    return {**timing, "forward_seconds": timing["cold_forward_seconds"], "backward_seconds": timing["cold_backward_seconds"]}
+
+
+def minimal_of(name: str) -> str:
+    """The minimal engine a native row is shown against: ``go`` -> ``go-minimal``, ``go, cold`` -> ``go-minimal, cold``."""
+    base, comma, variant = name.partition(", ")
+    return f"{base}-minimal{comma}{variant}"

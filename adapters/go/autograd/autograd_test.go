@@ -47,7 +47,7 @@ func TestSeedFactsReusedSquareAccumulatesThenZeroes(t *testing.T) {
 			if s.zero {
 				g.ZeroGrad(loss)
 			} else {
-				record, err := g.Backward(loss, 1)
+				record, err := g.BackwardRecord(loss, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,10 +65,10 @@ func TestSeedFactsReusedSquareAccumulatesThenZeroes(t *testing.T) {
 func checkReusedSquareRecord(t *testing.T, r *PassRecord, x, square, loss Node) {
 	t.Helper()
 	want := []EdgeRecord{
-		{loss, square, 0, 1, 1, 1, true, 0, 1},
-		{loss, square, 1, 1, 1, 1, true, 1, 2},
-		{square, x, 0, 2, 2, 4, true, 0, 4},
-		{square, x, 1, 2, 2, 4, true, 4, 8},
+		{loss.i, square.i, 0, 1, 1, 1, true, 0, 1},
+		{loss.i, square.i, 1, 1, 1, 1, true, 1, 2},
+		{square.i, x.i, 0, 2, 2, 4, true, 0, 4},
+		{square.i, x.i, 1, 2, 2, 4, true, 4, 8},
 	}
 	if len(r.Edges) != len(want) {
 		t.Fatalf("%d edges, want 4 (edges are never merged)", len(r.Edges))
@@ -78,7 +78,7 @@ func checkReusedSquareRecord(t *testing.T, r *PassRecord, x, square, loss Node) 
 			t.Errorf("edge %d = %+v, want %+v", i, r.Edges[i], want[i])
 		}
 	}
-	if len(r.Nodes) != 3 || r.Nodes[2].Node != loss || r.Nodes[0].Node != x {
+	if len(r.Nodes) != 3 || r.Nodes[2].Node != loss.i || r.Nodes[0].Node != x.i {
 		t.Errorf("nodes %+v: want x, square, loss with the output last", r.Nodes)
 	}
 }
@@ -91,7 +91,7 @@ func TestSeedFactsDetachLeaksNoEdge(t *testing.T) {
 	xx := must(g.Mul(x, x))
 	d3 := must(g.Mul(d, three))
 	y := must(g.Add(xx, d3))
-	if _, err := g.Backward(y, 1); err != nil {
+	if err := g.Backward(y, 1); err != nil {
 		t.Fatal(err)
 	}
 	if y.Value() != 10 || grad(t, x) != 4 {
@@ -106,7 +106,7 @@ func TestSeedFactsExpTanh(t *testing.T) {
 	g := NewGraph()
 	x := must(g.Variable(0.5))
 	y := must(g.Exp(must(g.Tanh(x))))
-	if _, err := g.Backward(y, 1); err != nil {
+	if err := g.Backward(y, 1); err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(y.Value()-1.587431271430) > 1e-12 || math.Abs(grad(t, x)-1.248431724655) > 1e-12 {
@@ -198,7 +198,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 		}},
 		{KindUntrackedOutput, func(t *testing.T) error {
 			g := NewGraph()
-			_, err := g.Backward(must(g.Literal(1)), math.NaN())
+			err := g.Backward(must(g.Literal(1)), math.NaN())
 			return err
 		}, func(t *testing.T, err error) {
 			var e *UntrackedOutputError
@@ -208,7 +208,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 		}},
 		{KindNonFiniteSeed, func(t *testing.T) error {
 			g := NewGraph()
-			_, err := g.Backward(must(g.Variable(1)), math.Inf(-1))
+			err := g.Backward(must(g.Variable(1)), math.Inf(-1))
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFiniteSeedError
@@ -219,7 +219,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 		{KindNonFiniteContribution, func(t *testing.T) error {
 			g := NewGraph()
 			_, y := huge(g, t)
-			_, err := g.Backward(y, 1e10)
+			err := g.Backward(y, 1e10)
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFiniteContributionError
@@ -232,7 +232,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 			x := must(g.Variable(1e-10))
 			k := must(g.Literal(1e308))
 			y := must(g.Add(must(g.Mul(x, k)), must(g.Mul(x, k))))
-			_, err := g.Backward(y, 1)
+			err := g.Backward(y, 1)
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFinitePassAdjointError
@@ -244,10 +244,10 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 			g := NewGraph()
 			x := must(g.Variable(1))
 			y := must(g.Mul(x, must(g.Literal(1e308))))
-			if _, err := g.Backward(y, 1); err != nil {
+			if err := g.Backward(y, 1); err != nil {
 				t.Fatal(err)
 			}
-			_, err := g.Backward(y, 1)
+			err := g.Backward(y, 1)
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFiniteAccumulatedGradientError
@@ -285,12 +285,12 @@ func TestFailedBackwardChangesNoStoredGradientBit(t *testing.T) {
 	b := must(g.Variable(0.5))
 	big := must(g.Mul(w, must(g.Literal(1e308))))
 	y := must(g.Add(big, b))
-	if _, err := g.Backward(y, 1); err != nil {
+	if err := g.Backward(y, 1); err != nil {
 		t.Fatal(err)
 	}
 	before := []float64{grad(t, w), grad(t, b), grad(t, big), grad(t, y)}
 	var e *NonFiniteAccumulatedGradientError
-	if _, err := g.Backward(y, 1); !errors.As(err, &e) || e.Node != w {
+	if err := g.Backward(y, 1); !errors.As(err, &e) || e.Node != w {
 		t.Fatalf("error %v, want non-finite-accumulated-gradient on w", err)
 	}
 	after := []float64{grad(t, w), grad(t, b), grad(t, big), grad(t, y)}
@@ -307,10 +307,10 @@ func TestUnreachableNodesAreUntouched(t *testing.T) {
 	two := must(g.Literal(2))
 	y := must(g.Mul(x, two))
 	z := must(g.Add(x, two))
-	if _, err := g.Backward(z, 1); err != nil {
+	if err := g.Backward(z, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Backward(y, 1); err != nil {
+	if err := g.Backward(y, 1); err != nil {
 		t.Fatal(err)
 	}
 	g.ZeroGrad(y)
@@ -327,7 +327,7 @@ func TestParametersAccumulateAcrossDocumentGraphs(t *testing.T) {
 		if again := must(g.Param(w)); again != a {
 			t.Fatal("Param must return one node per parameter per graph")
 		}
-		if _, err := g.Backward(must(g.Mul(a, a)), 1); err != nil {
+		if err := g.Backward(must(g.Mul(a, a)), 1); err != nil {
 			t.Fatal(err)
 		}
 		if w.Grad != want {
@@ -351,7 +351,7 @@ func TestMillionNodeChainNeedsNoRecursion(t *testing.T) {
 	for i := 0; i < n; i++ {
 		y = must(g.Mul(y, one))
 	}
-	r, err := g.Backward(y, 1)
+	r, err := g.BackwardRecord(y, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,10 +386,174 @@ func TestDotMatVecAddVecAreBuiltFromMulAndAdd(t *testing.T) {
 	if s[0].Value() != 12 || s[1].Value() != 19 || y[0].Operation() != OpAdd {
 		t.Errorf("got %v %v", s[0].Value(), s[1].Value())
 	}
-	if _, err := g.Backward(s[1], 1); err != nil {
+	if err := g.Backward(s[1], 1); err != nil {
 		t.Fatal(err)
 	}
 	if grad(t, w[1][0]) != 1 || grad(t, x[1]) != 7 {
 		t.Errorf("w10 %v x1 %v, want 1 and 7", grad(t, w[1][0]), grad(t, x[1]))
+	}
+}
+
+func TestBackwardRecordListsNodesInDepthFirstPostOrderNotTapeOrder(t *testing.T) {
+	g := NewGraph()
+	b := must(g.Variable(3)) // created first, but the output's slot 1
+	a := must(g.Variable(2))
+	y := must(g.Mul(a, b))
+	r, err := g.BackwardRecord(y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, n := range r.Nodes {
+		got = append(got, n.Node)
+	}
+	if want := []int32{a.i, b.i, y.i}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("topology %v, want %v (a, b, y: operands in slot order, output last)", got, want)
+	}
+	if g.At(int(r.Nodes[0].Node)) != a {
+		t.Errorf("At does not return the handle the record names")
+	}
+}
+
+func TestBackwardWithoutARecordCommitsTheSameBitsAsWithOne(t *testing.T) {
+	build := func() (*Graph, Node, []Node) {
+		g := NewGraph()
+		x := must(g.Variable(0.3))
+		w := must(g.Variable(-1.7))
+		h := must(g.Tanh(must(g.Mul(x, w))))
+		y := must(g.Add(must(g.Mul(h, h)), must(g.Div(must(g.Exp(x)), must(g.Pow(w, 3))))))
+		return g, y, []Node{x, w, h, y}
+	}
+	g1, y1, n1 := build()
+	g2, y2, n2 := build()
+	for pass := 0; pass < 3; pass++ {
+		if err := g1.Backward(y1, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g2.BackwardRecord(y2, 0.5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n1 {
+		if a, b := grad(t, n1[i]), grad(t, n2[i]); math.Float64bits(a) != math.Float64bits(b) {
+			t.Errorf("node %d: fast path stored %v, recording path %v", i, a, b)
+		}
+	}
+}
+
+func TestResetReusesTheGraphAndKeepsParameterGradients(t *testing.T) {
+	p := &Parameter{Value: 3}
+	g := NewGraph()
+	for doc := 1; doc <= 3; doc++ {
+		g.Reset()
+		x := must(g.Param(p))
+		y := must(g.Mul(x, must(g.Literal(float64(doc)))))
+		if err := g.Backward(y, 1); err != nil {
+			t.Fatal(err)
+		}
+		if g.Len() != 3 {
+			t.Fatalf("document %d: tape has %d nodes after Reset, want 3", doc, g.Len())
+		}
+	}
+	if p.Grad != 1+2+3 {
+		t.Errorf("parameter gradient %v, want 6 (three documents accumulate)", p.Grad)
+	}
+}
+
+func TestContributionErrorWinsOverAnEarlierFoundAccumulatedOverflow(t *testing.T) {
+	// The output's prospective stored gradient overflows before the walk
+	// reaches the edge out -> c, whose contribution overflows; the contract
+	// checks every edge first, so the contribution error is the one reported.
+	g := NewGraph()
+	a := must(g.Variable(1))
+	h := must(g.Mul(a, must(g.Literal(2))))
+	c := must(g.Literal(1))
+	out := must(g.Mul(h, c))
+	if err := g.Backward(out, 1e307); err != nil {
+		t.Fatal(err)
+	}
+	before := [3]float64{grad(t, a), grad(t, h), grad(t, out)}
+	err := g.Backward(out, 1.7e308)
+	var e *NonFiniteContributionError
+	if !errors.As(err, &e) || e.Child != out || e.Parent != c || e.Operand != 1 {
+		t.Fatalf("got %v, want a non-finite contribution on out -> c", err)
+	}
+	if after := [3]float64{grad(t, a), grad(t, h), grad(t, out)}; after != before {
+		t.Errorf("stored gradients changed from %v to %v", before, after)
+	}
+}
+
+func TestTopologyVisitsALaterSlotOnlyAfterTheEarlierSlotsSubtree(t *testing.T) {
+	// y = (x + w) * x: x is found inside slot 0's subtree, so slot 1 finds it
+	// placed already; w was created first but comes after x.
+	g := NewGraph()
+	w := must(g.Variable(3))
+	x := must(g.Variable(2))
+	s := must(g.Add(x, w))
+	y := must(g.Mul(s, x))
+	r, err := g.BackwardRecord(y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{x.i, w.i, s.i, y.i}
+	if len(r.Nodes) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(r.Nodes), len(want))
+	}
+	for k, n := range r.Nodes {
+		if n.Node != want[k] {
+			t.Fatalf("topology position %d is node %d, want x, w, s, y = %v", k, n.Node, want)
+		}
+	}
+	if grad(t, x) != 7 || grad(t, w) != 2 {
+		t.Errorf("x gradient %v (want 2x+w = 7), w gradient %v (want x = 2)", grad(t, x), grad(t, w))
+	}
+}
+
+func TestVisitMarksStayRightAcrossTheGenerationCounterWrapping(t *testing.T) {
+	// The marks are one byte per node with a generation counter: a node left
+	// unvisited for about 255 passes must still be found by the next pass.
+	for skipped := 250; skipped <= 262; skipped++ {
+		g := NewGraph()
+		x := must(g.Variable(2))
+		a := must(g.Mul(x, x))
+		b := must(g.Add(x, must(g.Literal(1))))
+		if err := g.Backward(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < skipped; i++ {
+			if err := g.Backward(b, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Backward(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		if grad(t, a) != 2 || grad(t, x) != float64(4+skipped+4) {
+			t.Fatalf("after %d passes elsewhere: a gradient %v (want 2), x gradient %v (want %d)",
+				skipped, grad(t, a), grad(t, x), 8+skipped)
+		}
+	}
+}
+
+func TestContributionsIntoAnUntrackedParentNeverOverflowAPassAdjoint(t *testing.T) {
+	// Two edges carry 1e308 each into the constant c: as an untracked parent
+	// it has no pass adjoint, so their sum (inf) is no error, on either path.
+	for _, record := range []bool{false, true} {
+		g := NewGraph()
+		x := must(g.Variable(1))
+		c := must(g.Literal(1e-300))
+		out := must(g.Add(must(g.Mul(x, c)), must(g.Mul(x, c))))
+		var err error
+		if record {
+			_, err = g.BackwardRecord(out, 1e308)
+		} else {
+			err = g.Backward(out, 1e308)
+		}
+		if err != nil {
+			t.Fatalf("record %v: %v", record, err)
+		}
+		if grad(t, x) != 2e8 {
+			t.Errorf("record %v: x gradient %v, want 2e8", record, grad(t, x))
+		}
 	}
 }

@@ -1,7 +1,14 @@
 // Package autograd is a scalar reverse-mode autodiff engine in the microGPT
 // style: a Graph appends one node per scalar to a tape in creation order, and
-// Backward walks that tape backwards from an output, restricted to the nodes
-// the output reaches.
+// Backward walks the nodes an output reaches in reverse canonical topology
+// (docs/contract.md section 7: depth-first post-order from the output,
+// operands in slot order).
+//
+// The tape is index-based and pointer-free: nodes in one slice, operands as
+// int32 tape indices, local derivatives stored at creation. Backward works in
+// scratch buffers the graph reuses for every pass and builds no pass record;
+// BackwardRecord does the same pass and returns its record, for callers that
+// check the trace or the order.
 //
 // It meets the semantic contract of the conformance kit (docs/contract.md): every
 // operand occurrence is its own edge (x*x has two edges to x), each backward
@@ -23,23 +30,26 @@ import (
 // ready to use. A Graph is not safe for concurrent use.
 type Graph struct {
 	nodes      []node
+	grads      []float64            // stored gradients by tape index, grown by Backward (unused for untracked and Parameter nodes)
 	params     map[*Parameter]int32 // parameter -> its node
 	parameters []*Parameter         // by node.param - 1
+	paramNodes []int32              // the node of each parameter, by node.param - 1
+	scratch    scratch              // Backward's and ZeroGrad's reused buffers
 }
 
-// node is one tape entry. operands and local are parallel, one entry per
-// operand slot; grad is the stored gradient of a tracked node, unless param is
-// set (1 + an index into Graph.parameters), in which case the stored gradient
-// lives on that Parameter. A node holds no pointer, so the garbage collector
-// never scans the tape.
+// node is one tape entry, 40 bytes. operands and local are parallel, one
+// entry per operand slot (arity of them); pow, which has one slot, keeps its
+// constant exponent in local[1]. The stored gradient of a tracked node is
+// Graph.grads at its index, unless param is set (1 + an index into
+// Graph.parameters), in which case it lives on that Parameter. A node holds
+// no pointer, so the garbage collector never scans the tape.
 type node struct {
 	value    float64
-	exponent float64
 	local    [2]float64
-	grad     float64
 	operands [2]int32
 	param    int32
 	op       Op
+	arity    uint8
 	tracked  bool
 }
 
@@ -63,6 +73,27 @@ func NewGraph() *Graph { return &Graph{} }
 
 // Len returns the number of nodes on the tape.
 func (g *Graph) Len() int { return len(g.nodes) }
+
+// At returns the handle of the node at tape index i (as a PassRecord names
+// it). It panics when i is not on the tape.
+func (g *Graph) At(i int) Node {
+	if i < 0 || i >= len(g.nodes) {
+		panic(fmt.Sprintf("autograd: no node %d on a tape of %d", i, len(g.nodes)))
+	}
+	return Node{g, int32(i)}
+}
+
+// Reset empties the graph for the next document, keeping its memory: the
+// tape, the parameter table and the scratch buffers are reused, so a training
+// loop that resets one graph per step stops allocating once the buffers have
+// grown. The stored gradients of Parameters live on the Parameters and are
+// kept. Every Node of the graph from before the Reset is invalid.
+func (g *Graph) Reset() {
+	g.nodes, g.grads = g.nodes[:0], g.grads[:0]
+	clear(g.params)
+	clear(g.parameters)
+	g.parameters, g.paramNodes = g.parameters[:0], g.paramNodes[:0]
+}
 
 // Variable returns a new tracked leaf with value v, whose stored gradient
 // lives on the graph. It returns a *NonFiniteLeafError for inf or nan.
@@ -99,6 +130,7 @@ func (g *Graph) Param(p *Parameter) (Node, error) {
 		g.params = make(map[*Parameter]int32)
 	}
 	g.params[p] = n.i
+	g.paramNodes = append(g.paramNodes, n.i)
 	return n, nil
 }
 
@@ -122,68 +154,80 @@ func (g *Graph) Apply(op Op, operands []Node, exponent float64) (Node, error) {
 	if len(operands) != spec.arity {
 		panic(fmt.Sprintf("autograd: %s takes %d operand(s), got %d", spec.name, spec.arity, len(operands)))
 	}
+	if spec.arity == 1 {
+		return g.apply(op, operands[0], operands[0], exponent)
+	}
+	return g.apply(op, operands[0], operands[1], exponent)
+}
+
+// apply is Apply for an op whose arity was checked: a and b are its operands
+// (b is ignored by a unary op).
+func (g *Graph) apply(op Op, a, b Node, exponent float64) (Node, error) {
+	spec := &opTable[op]
 	if spec.takesExponent && !isFinite(exponent) {
 		panic(fmt.Sprintf("autograd: %s needs a finite constant exponent, got %v", spec.name, exponent))
 	}
 	if !spec.takesExponent {
 		exponent = 0
 	}
-	nd := node{op: op, exponent: exponent}
-	var a, b float64
-	for slot, operand := range operands {
-		g.check(operand)
-		parent := &g.nodes[operand.i]
-		nd.operands[slot] = operand.i
-		nd.tracked = nd.tracked || parent.tracked
-		if slot == 0 {
-			a = parent.value
-		} else {
-			b = parent.value
-		}
+	g.check(a)
+	pa := &g.nodes[a.i]
+	nd := node{op: op, arity: uint8(spec.arity), tracked: pa.tracked}
+	nd.operands[0] = a.i
+	av, bv := pa.value, 0.0
+	if spec.arity == 2 {
+		g.check(b)
+		pb := &g.nodes[b.i]
+		nd.operands[1] = b.i
+		nd.tracked = nd.tracked || pb.tracked
+		bv = pb.value
 	}
-	value, d0, d1 := spec.rule(a, b, exponent)
+	value, d0, d1 := spec.rule(av, bv, exponent)
 	if !isFinite(value) {
 		return Node{}, &NonFiniteResultError{Operation: spec.name, Value: value}
 	}
-	nd.value = value
-	nd.local = [2]float64{d0, d1}
-	for slot := 0; slot < spec.arity; slot++ {
-		if !isFinite(nd.local[slot]) {
-			return Node{}, &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: slot, Value: nd.local[slot]}
-		}
+	if !isFinite(d0) {
+		return Node{}, &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 0, Value: d0}
 	}
+	if spec.arity == 2 && !isFinite(d1) {
+		return Node{}, &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 1, Value: d1}
+	}
+	if spec.arity == 1 {
+		d1 = exponent // the unused slot holds pow's exponent (0 for other unary ops)
+	}
+	nd.value, nd.local = value, [2]float64{d0, d1}
 	return g.push(nd), nil
 }
 
 // Add returns a + b.
-func (g *Graph) Add(a, b Node) (Node, error) { return g.Apply(OpAdd, []Node{a, b}, 0) }
+func (g *Graph) Add(a, b Node) (Node, error) { return g.apply(OpAdd, a, b, 0) }
 
 // Sub returns a - b.
-func (g *Graph) Sub(a, b Node) (Node, error) { return g.Apply(OpSub, []Node{a, b}, 0) }
+func (g *Graph) Sub(a, b Node) (Node, error) { return g.apply(OpSub, a, b, 0) }
 
 // Mul returns a * b.
-func (g *Graph) Mul(a, b Node) (Node, error) { return g.Apply(OpMul, []Node{a, b}, 0) }
+func (g *Graph) Mul(a, b Node) (Node, error) { return g.apply(OpMul, a, b, 0) }
 
 // Div returns a / b.
-func (g *Graph) Div(a, b Node) (Node, error) { return g.Apply(OpDiv, []Node{a, b}, 0) }
+func (g *Graph) Div(a, b Node) (Node, error) { return g.apply(OpDiv, a, b, 0) }
 
 // Neg returns -a.
-func (g *Graph) Neg(a Node) (Node, error) { return g.Apply(OpNeg, []Node{a}, 0) }
+func (g *Graph) Neg(a Node) (Node, error) { return g.apply(OpNeg, a, a, 0) }
 
 // Pow returns a^c for a finite constant exponent c (not a node).
-func (g *Graph) Pow(a Node, c float64) (Node, error) { return g.Apply(OpPow, []Node{a}, c) }
+func (g *Graph) Pow(a Node, c float64) (Node, error) { return g.apply(OpPow, a, a, c) }
 
 // Exp returns e^a.
-func (g *Graph) Exp(a Node) (Node, error) { return g.Apply(OpExp, []Node{a}, 0) }
+func (g *Graph) Exp(a Node) (Node, error) { return g.apply(OpExp, a, a, 0) }
 
 // Log returns the natural logarithm of a.
-func (g *Graph) Log(a Node) (Node, error) { return g.Apply(OpLog, []Node{a}, 0) }
+func (g *Graph) Log(a Node) (Node, error) { return g.apply(OpLog, a, a, 0) }
 
 // Tanh returns the hyperbolic tangent of a.
-func (g *Graph) Tanh(a Node) (Node, error) { return g.Apply(OpTanh, []Node{a}, 0) }
+func (g *Graph) Tanh(a Node) (Node, error) { return g.apply(OpTanh, a, a, 0) }
 
 // ReLU returns a if a > 0, else +0.0.
-func (g *Graph) ReLU(a Node) (Node, error) { return g.Apply(OpReLU, []Node{a}, 0) }
+func (g *Graph) ReLU(a Node) (Node, error) { return g.apply(OpReLU, a, a, 0) }
 
 func (g *Graph) push(nd node) Node {
 	if len(g.nodes) >= math.MaxInt32 {
@@ -216,12 +260,17 @@ func (n Node) Operation() Op { return n.g.nodes[n.i].op }
 func (n Node) Tracked() bool { return n.g.nodes[n.i].tracked }
 
 // Exponent returns pow's constant exponent (0 for every other node).
-func (n Node) Exponent() float64 { return n.g.nodes[n.i].exponent }
+func (n Node) Exponent() float64 {
+	if nd := &n.g.nodes[n.i]; nd.op == OpPow {
+		return nd.local[1]
+	}
+	return 0
+}
 
 // Operands returns n's operands in slot order; x*x lists x twice.
 func (n Node) Operands() []Node {
 	nd := &n.g.nodes[n.i]
-	out := make([]Node, nd.op.Arity())
+	out := make([]Node, nd.arity)
 	for slot := range out {
 		out[slot] = Node{n.g, nd.operands[slot]}
 	}
@@ -231,7 +280,7 @@ func (n Node) Operands() []Node {
 // LocalDerivatives returns one local derivative per operand slot.
 func (n Node) LocalDerivatives() []float64 {
 	nd := &n.g.nodes[n.i]
-	return append([]float64(nil), nd.local[:nd.op.Arity()]...)
+	return append([]float64(nil), nd.local[:nd.arity]...)
 }
 
 // Grad returns n's stored gradient, and false for an untracked node (which
@@ -241,7 +290,7 @@ func (n Node) Grad() (float64, bool) {
 	if !nd.tracked {
 		return 0, false
 	}
-	return n.g.stored(nd), true
+	return n.g.stored(n.i), true
 }
 
 // Parameter returns the Parameter n stands for, or nil.
@@ -260,19 +309,34 @@ func (n Node) String() string {
 	return fmt.Sprintf("node %d (%s)", n.i, n.g.nodes[n.i].op)
 }
 
-func (g *Graph) stored(nd *node) float64 {
-	if nd.param > 0 {
-		return g.parameters[nd.param-1].Grad
+// stored returns the stored gradient of tracked node i.
+func (g *Graph) stored(i int32) float64 {
+	if p := g.nodes[i].param; p > 0 {
+		return g.parameters[p-1].Grad
 	}
-	return nd.grad
+	if int(i) >= len(g.grads) { // no backward since the node was created
+		return 0
+	}
+	return g.grads[i]
 }
 
-func (g *Graph) setStored(nd *node, v float64) {
-	if nd.param > 0 {
-		g.parameters[nd.param-1].Grad = v
-	} else {
-		nd.grad = v
+// syncGrads gives every node created since the last pass its stored gradient
+// slot, 0; creation itself never touches grads.
+func (g *Graph) syncGrads() {
+	if n := len(g.nodes) - len(g.grads); n > 0 {
+		g.grads = append(g.grads, make([]float64, n)...)
 	}
 }
 
-func isFinite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+// isFinite reports whether v is neither infinite nor nan: v - v is 0 for
+// every finite v and nan for inf and nan, one subtraction and one compare.
+func isFinite(v float64) bool { return v-v == 0 }
+
+// Grow makes room on the tape for n more nodes, so the next n creations do
+// not reallocate it.
+func (g *Graph) Grow(n int) {
+	if n > cap(g.nodes)-len(g.nodes) {
+		g.nodes = append(make([]node, 0, len(g.nodes)+n), g.nodes...)
+		g.grads = append(make([]float64, 0, len(g.grads)+n), g.grads...)
+	}
+}

@@ -43,22 +43,23 @@ func (a *Adam) Step(params []*autograd.Parameter, step int) {
 	}
 }
 
-// TrainStep builds the loss of doc on a fresh graph, runs backward (which adds
+// TrainStep resets g, builds the loss of doc on it, runs backward (which adds
 // into the parameters' stored gradients), takes one Adam step and returns the
-// loss before the step.
-func (m *Model) TrainStep(doc string, opt *Adam, step int) (float64, error) {
+// loss before the step and the number of nodes of its graph. Passing the same
+// g to every step reuses its memory (autograd.Graph.Reset).
+func (m *Model) TrainStep(g *autograd.Graph, doc string, opt *Adam, step int) (loss float64, nodes int, err error) {
 	tokens, err := Tokenize(doc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	g := autograd.NewGraph()
-	loss, err := m.Loss(g, tokens)
+	g.Reset()
+	out, err := m.Loss(g, tokens)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if _, err := g.Backward(loss, 1); err != nil {
-		return 0, err
+	if err := g.Backward(out, 1); err != nil {
+		return 0, 0, err
 	}
 	opt.Step(m.Parameters(), step)
-	return loss.Value(), nil
+	return out.Value(), g.Len(), nil
 }

@@ -51,7 +51,7 @@ func TestLossGradientMatchesFiniteDifference(t *testing.T) {
 	if v := loss.Value(); !(v > 2 && v < 5) {
 		t.Fatalf("initial loss %v, want about ln 27 = 3.3", v)
 	}
-	if _, err := g.Backward(loss, 1); err != nil {
+	if err := g.Backward(loss, 1); err != nil {
 		t.Fatal(err)
 	}
 	const step = 1e-6
@@ -111,14 +111,14 @@ func TestTwoDocumentsAccumulateIntoOneParameterField(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := p.Grad
-		record, err := g.Backward(loss, 1)
+		record, err := g.BackwardRecord(loss, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		node, _ := g.Param(p) // the node that already stands for p in this graph
 		var pass float64
 		for _, r := range record.Nodes {
-			if r.Node == node {
+			if r.Node == int32(node.Index()) {
 				pass = r.PassAdjoint
 			}
 		}
@@ -133,8 +133,9 @@ func TestAFewAdamStepsLowerTheLossOnOneDocument(t *testing.T) {
 	const steps = 10
 	opt := NewAdam(steps)
 	var losses []float64
+	g := autograd.NewGraph() // reused: every step resets it
 	for i := 0; i < steps; i++ {
-		loss, err := m.TrainStep("emma", opt, i)
+		loss, _, err := m.TrainStep(g, "emma", opt, i)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,74 +8,159 @@ import (
 	"scalarkit/wire"
 )
 
-// Machine executes steps on one fresh graph, keeping the id of every node it
-// created. Run uses it to observe a program; the bench command uses it to time
-// one without building observations.
+// Machine executes the steps of one program on one fresh graph. NewMachine
+// resolves every id to the index of the step that creates it, once, so
+// running a step looks its operands up by index: no map and no string on the
+// way to the engine. Run uses it to observe a program; the bench command uses
+// it to time one without building observations.
 type Machine struct {
 	Graph *autograd.Graph
-	nodes map[string]autograd.Node
-	ids   []string // in creation order, so ids[k] is the k-th created node
-	names []string // by tape index
+	steps []Step
+	plan  []plan  // by step: what NewMachine resolved
+	tape  []int32 // by step: the tape index of the node it created; -1 if none (yet)
+	step  []int32 // by tape index: the step that created the node
 }
 
-// NewMachine returns a machine with an empty graph.
-func NewMachine() *Machine {
-	return &Machine{Graph: autograd.NewGraph(), nodes: map[string]autograd.Node{}}
+// plan is one step resolved: its operation and the creating step of each arg
+// (or, for backward and zero_grad, of the output in refs[0]); -1 for an id no
+// earlier step creates.
+type plan struct {
+	value float64 // the leaf's value or pow's exponent
+	refs  [2]int32
+	op    autograd.Op
+	kind  kind
 }
 
-// Lookup returns the node named id, or a *Error when no step created it (its
-// creating step failed).
-func (m *Machine) Lookup(id string, index int) (autograd.Node, error) {
-	n, ok := m.nodes[id]
-	if !ok {
+// kind is what a creation step does.
+type kind uint8
+
+const (
+	kindOther kind = iota // backward, zero_grad or an unknown operation
+	kindVariable
+	kindConstant
+	kindDetach
+	kindApply
+)
+
+// NewMachine returns a machine for steps with an empty graph.
+func NewMachine(steps []Step) *Machine {
+	m := &Machine{
+		Graph: autograd.NewGraph(), steps: steps,
+		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)),
+		step: make([]int32, 0, len(steps)),
+	}
+	created := make(map[string]int32, len(steps))
+	resolve := func(id string) int32 {
+		if k, ok := created[id]; ok {
+			return k
+		}
+		return -1
+	}
+	for index, s := range steps {
+		m.tape[index] = -1
+		p := &m.plan[index]
+		p.value = s.Value
+		if s.Op == "pow" {
+			p.value = s.Exponent
+		}
+		for slot, id := range s.Args {
+			p.refs[slot] = resolve(id)
+		}
+		if !s.Creates() {
+			p.refs[0] = resolve(s.Output)
+			continue
+		}
+		switch s.Op {
+		case "variable":
+			p.kind = kindVariable
+		case "constant":
+			p.kind = kindConstant
+		case "detach":
+			p.kind = kindDetach
+		default:
+			if op, ok := autograd.LookupOp(s.Op); ok && len(s.Args) == op.Arity() {
+				p.op, p.kind = op, kindApply
+			}
+		}
+		if _, dup := created[s.ID]; !dup {
+			created[s.ID] = int32(index)
+		}
+	}
+	return m
+}
+
+// node returns the node created by step ref for step index, or a *Error
+// naming id when no step created it (its creating step failed).
+func (m *Machine) node(ref int32, id string, index int) (autograd.Node, error) {
+	if ref < 0 || m.tape[ref] < 0 {
 		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("id %q was never created (its creating step failed)", id)}
 	}
-	return n, nil
+	return m.Graph.At(int(m.tape[ref])), nil
+}
+
+// operand returns the node in slot of creation step number index.
+func (m *Machine) operand(index, slot int) (autograd.Node, error) {
+	if ref := m.plan[index].refs[slot]; ref >= 0 && m.tape[ref] >= 0 {
+		return m.Graph.At(int(m.tape[ref])), nil
+	}
+	return m.node(-1, m.steps[index].Args[slot], index)
+}
+
+// Creates reports whether step number index creates a node.
+func (m *Machine) Creates(index int) bool {
+	return m.plan[index].kind != kindOther || m.steps[index].Creates()
+}
+
+// Output returns the output node of backward or zero_grad step number index,
+// or a *Error when no step created it (its creating step failed).
+func (m *Machine) Output(index int) (autograd.Node, error) {
+	return m.node(m.plan[index].refs[0], m.steps[index].Output, index)
 }
 
 // Name returns the program id of n.
-func (m *Machine) Name(n autograd.Node) string { return m.names[n.Index()] }
+func (m *Machine) Name(n autograd.Node) string { return m.steps[m.step[n.Index()]].ID }
 
 // Len returns the number of nodes created so far.
-func (m *Machine) Len() int { return len(m.ids) }
+func (m *Machine) Len() int { return len(m.step) }
 
-// Create executes creation step number index and records the new node under
-// step.ID. An engine error (autograd.Error) creates no id.
-func (m *Machine) Create(step Step, index int) (autograd.Node, error) {
+// Create executes creation step number index and records its node. An engine
+// error (autograd.Error) creates no node.
+func (m *Machine) Create(index int) (autograd.Node, error) {
+	// Only the plan is read on the way to the engine; the step's strings only
+	// for a message.
 	g := m.Graph
+	p := &m.plan[index]
 	var (
 		n   autograd.Node
 		err error
 	)
-	switch step.Op {
-	case "variable":
-		n, err = g.Variable(step.Value)
-	case "constant":
-		n, err = g.Literal(step.Value)
-	default:
+	switch p.kind {
+	case kindVariable:
+		n, err = g.Variable(p.value)
+	case kindConstant:
+		n, err = g.Literal(p.value)
+	case kindDetach:
+		var a autograd.Node
+		if a, err = m.operand(index, 0); err == nil {
+			n = g.Detach(a)
+		}
+	case kindApply:
 		var buf [2]autograd.Node
-		operands := buf[:len(step.Args)]
-		for slot, id := range step.Args {
-			if operands[slot], err = m.Lookup(id, index); err != nil {
+		operands := buf[:p.op.Arity()]
+		for slot := range operands {
+			if operands[slot], err = m.operand(index, slot); err != nil {
 				return autograd.Node{}, err
 			}
 		}
-		if step.Op == "detach" {
-			n = g.Detach(operands[0])
-			break
-		}
-		op, ok := autograd.LookupOp(step.Op)
-		if !ok {
-			return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", step.Op)}
-		}
-		n, err = g.Apply(op, operands, step.Exponent)
+		n, err = g.Apply(p.op, operands, p.value)
+	default:
+		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", m.steps[index].Op)}
 	}
 	if err != nil {
 		return autograd.Node{}, err
 	}
-	m.nodes[step.ID] = n
-	m.names = append(m.names, step.ID) // the program is the graph's only writer, so this is index n
-	m.ids = append(m.ids, step.ID)
+	m.tape[index] = int32(n.Index())
+	m.step = append(m.step, int32(index)) // the program is the graph's only writer, so this is index n
 	return n, nil
 }
 
@@ -83,9 +168,9 @@ func (m *Machine) Create(step Step, index int) (autograd.Node, error) {
 // in creation order.
 func (m *Machine) Gradients() Gradients {
 	out := Gradients{}
-	for _, id := range m.ids {
-		if grad, ok := m.nodes[id].Grad(); ok {
-			out = append(out, Gradient{id, grad})
+	for i, k := range m.step {
+		if grad, ok := m.Graph.At(i).Grad(); ok {
+			out = append(out, Gradient{m.steps[k].ID, grad})
 		}
 	}
 	return out
@@ -93,16 +178,16 @@ func (m *Machine) Gradients() Gradients {
 
 // Run executes steps on a fresh graph and returns one observation per step,
 // as conformance/execute.py does. recordPass adds the pass record to every
-// successful backward. Engine errors become observations; a *Error (a step
+// successful backward; without it backward takes the engine's fast path,
+// which builds no record. Engine errors become observations; a *Error (a step
 // naming an id whose creating step failed) ends the run.
 func Run(steps []Step, recordPass bool) ([]Observation, error) {
-	m := NewMachine()
+	m := NewMachine(steps)
 	observations := make([]Observation, 0, len(steps))
 	for index, step := range steps {
-		var engineErr autograd.Error
 		if step.Creates() {
-			n, err := m.Create(step, index)
-			if errors.As(err, &engineErr) {
+			n, err := m.Create(index)
+			if engineErr := asEngineError(err); engineErr != nil {
 				observations = append(observations, Observation{Error: m.errorInfo(engineErr)})
 				continue
 			}
@@ -113,7 +198,7 @@ func Run(steps []Step, recordPass bool) ([]Observation, error) {
 			observations = append(observations, Observation{Value: &value, Tracked: &tracked})
 			continue
 		}
-		output, err := m.Lookup(step.Output, index)
+		output, err := m.Output(index)
 		if err != nil {
 			return nil, err
 		}
@@ -123,9 +208,14 @@ func Run(steps []Step, recordPass bool) ([]Observation, error) {
 			g := m.Gradients()
 			observations = append(observations, Observation{Gradients: &g})
 		case "backward":
-			record, err := m.Graph.Backward(output, step.Seed)
+			var record *autograd.PassRecord
+			if recordPass {
+				record, err = m.Graph.BackwardRecord(output, step.Seed)
+			} else {
+				err = m.Graph.Backward(output, step.Seed)
+			}
 			g := m.Gradients()
-			if errors.As(err, &engineErr) {
+			if engineErr := asEngineError(err); engineErr != nil {
 				observations = append(observations, Observation{Error: m.errorInfo(engineErr), Gradients: &g})
 				continue
 			}
@@ -142,6 +232,19 @@ func Run(steps []Step, recordPass bool) ([]Observation, error) {
 		}
 	}
 	return observations, nil
+}
+
+// asEngineError returns err as an engine error, or nil when err is nil or
+// something else. Only a non-nil err costs an allocation.
+func asEngineError(err error) autograd.Error {
+	if err == nil {
+		return nil
+	}
+	var e autograd.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
 }
 
 // errorInfo turns an engine error into wire data, nodes named by program id.
@@ -186,7 +289,7 @@ func (m *Machine) passToWire(r *autograd.PassRecord) *Pass {
 	p := &Pass{Seed: wire.Float(r.Seed), Nodes: make([]PassNode, len(r.Nodes)), Edges: make([]PassEdge, len(r.Edges))}
 	for i, n := range r.Nodes {
 		p.Nodes[i] = PassNode{
-			Node: m.Name(n.Node), Operation: n.Operation.String(), Value: wire.Float(n.Value), Tracked: n.Tracked,
+			Node: m.Name(m.Graph.At(int(n.Node))), Operation: n.Operation.String(), Value: wire.Float(n.Value), Tracked: n.Tracked,
 		}
 		if n.Tracked {
 			p.Nodes[i].PassAdjoint = floatPtr(n.PassAdjoint)
@@ -195,7 +298,7 @@ func (m *Machine) passToWire(r *autograd.PassRecord) *Pass {
 	}
 	for i, e := range r.Edges {
 		p.Edges[i] = PassEdge{
-			Child: m.Name(e.Child), Parent: m.Name(e.Parent), Operand: e.Operand,
+			Child: m.Name(m.Graph.At(int(e.Child))), Parent: m.Name(m.Graph.At(int(e.Parent))), Operand: e.Operand,
 			LocalDerivative: wire.Float(e.LocalDerivative), Upstream: wire.Float(e.Upstream),
 			Contribution: wire.Float(e.Contribution), ParentTracked: e.ParentTracked,
 		}

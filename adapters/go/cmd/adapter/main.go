@@ -23,6 +23,24 @@ import (
 // protocolVersion is the protocol this adapter speaks.
 const protocolVersion = 1
 
+// levels are the conformance levels the adapter declares (docs/contract.md
+// section 9).
+var levels = []string{"values", "gradients", "errors", "trace", "order"}
+
+// recordPass is whether a backward observation carries its pass record: only
+// the trace and order levels read one (docs/protocol.md "Observations"), and
+// without them backward takes the engine's fast path, which records nothing.
+var recordPass = declares("trace") || declares("order")
+
+func declares(level string) bool {
+	for _, l := range levels {
+		if l == level {
+			return true
+		}
+	}
+	return false
+}
+
 // hello is the handshake reply: the engine and everything it supports.
 type hello struct {
 	Type     string   `json:"type"`
@@ -110,7 +128,7 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 			Protocol: protocolVersion,
 			Engine:   engine{Name: "go-autograd", Version: "0.1.0", Language: "go"},
 			Ops:      declaredOps(),
-			Levels:   []string{"values", "gradients", "errors", "trace", "order"},
+			Levels:   levels,
 			Features: []string{"seed"},
 		})
 	case "run":
@@ -149,5 +167,5 @@ func runCase(req request, log io.Writer) (observations []program.Observation, er
 	if err != nil {
 		return nil, err
 	}
-	return program.Run(steps, true)
+	return program.Run(steps, recordPass)
 }

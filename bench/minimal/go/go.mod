@@ -1,0 +1,3 @@
+module minimalbench
+
+go 1.22

@@ -38,8 +38,10 @@ pub enum Creation {
     Apply {
         /// The operation.
         op: OpKind,
-        /// Operand nodes in slot order.
-        args: Vec<usize>,
+        /// Operand nodes in slot order: the first `op.arity()` entries (a unary
+        /// op repeats its operand in the unused slot). Inline, not a `Vec`, so
+        /// running a step reads no second allocation.
+        args: [usize; 2],
         /// pow's finite constant exponent.
         exponent: Option<f64>,
     },
@@ -257,7 +259,7 @@ fn parse_step(
                     };
                     Creation::Apply {
                         op: op_kind,
-                        args: operands,
+                        args: [operands[0], *operands.last().unwrap_or(&operands[0])],
                         exponent,
                     }
                 }

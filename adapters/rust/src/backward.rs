@@ -69,14 +69,19 @@ impl TapeData {
             let id = buffer[top];
             let node = &mut nodes[id as usize];
             if node.slot < node.arity {
-                let operand = node.operands[node.slot as usize];
+                let slot = node.slot as usize;
+                let operand = node.operands[slot];
                 node.slot += 1;
-                let operand_node = &mut nodes[operand as usize];
-                if operand_node.mark != generation && (untracked || operand_node.tracked) {
-                    operand_node.mark = generation;
-                    operand_node.slot = 0;
-                    top -= 1;
-                    buffer[top] = operand;
+                // The child's flags say whether the operand is tracked: an
+                // untracked operand is skipped without reading it.
+                if untracked || node.operand_tracked(slot) {
+                    let operand_node = &mut nodes[operand as usize];
+                    if operand_node.mark != generation {
+                        operand_node.mark = generation;
+                        operand_node.slot = 0;
+                        top -= 1;
+                        buffer[top] = operand;
+                    }
                 }
             } else {
                 top += 1;
@@ -94,7 +99,7 @@ impl TapeData {
         seed: f64,
     ) -> Result<Option<PassRecord>, Error> {
         let out = &self.nodes[output as usize];
-        if !out.tracked {
+        if !out.tracked() {
             return Err(Error::UntrackedOutput {
                 operation: out.operation,
             });
@@ -124,9 +129,19 @@ impl TapeData {
                     .sum(),
             );
         }
+        // The first node, in topology order, whose stored gradient plus its pass
+        // adjoint is not finite. A node's pass adjoint is final when the reverse
+        // sweep reaches it (its consumers come later in the order), so the check
+        // is made there; the sweep meets the nodes in reverse, so the last
+        // failure it meets is the first in topology order. It is reported only
+        // after the whole sweep, whose errors come first (docs/contract.md section 5).
+        let mut accumulated_failure = None;
         for &child in order.iter().rev() {
             let node = &nodes[child as usize];
             let upstream = adjoint[child as usize];
+            if node.tracked() && !(node.grad + upstream).is_finite() {
+                accumulated_failure = Some(child);
+            }
             for slot in 0..node.arity as usize {
                 let parent = node.operands[slot];
                 let local_derivative = node.local_derivatives[slot];
@@ -140,7 +155,7 @@ impl TapeData {
                         local_derivative,
                     });
                 }
-                let parent_tracked = nodes[parent as usize].tracked;
+                let parent_tracked = node.operand_tracked(slot);
                 let mut around = (None, None);
                 if parent_tracked {
                     let before = adjoint[parent as usize];
@@ -170,24 +185,17 @@ impl TapeData {
                 }
             }
         }
-        // Prospective stored gradients, checked in topology order before anything is committed.
-        for &id in order {
-            let node = &nodes[id as usize];
-            if node.tracked {
-                let pass_adjoint = adjoint[id as usize];
-                if !(node.grad + pass_adjoint).is_finite() {
-                    return Err(Error::NonFiniteAccumulatedGradient {
-                        node: info(nodes, id),
-                        stored: node.grad,
-                        pass_adjoint,
-                    });
-                }
-            }
+        if let Some(id) = accumulated_failure {
+            return Err(Error::NonFiniteAccumulatedGradient {
+                node: info(nodes, id),
+                stored: nodes[id as usize].grad,
+                pass_adjoint: adjoint[id as usize],
+            });
         }
         // Every check passed: commit (the same sums, so the same bits as checked).
         for &id in order {
             let node = &mut nodes[id as usize];
-            if node.tracked {
+            if node.tracked() {
                 node.grad += adjoint[id as usize];
             }
         }
@@ -198,13 +206,14 @@ impl TapeData {
             .iter()
             .map(|&id| {
                 let node = &nodes[id as usize];
+                let tracked = node.tracked();
                 NodeRecord {
                     node: NodeId(id),
                     operation: node.operation,
                     value: node.value,
-                    tracked: node.tracked,
-                    pass_adjoint: node.tracked.then_some(adjoint[id as usize]),
-                    stored_gradient: node.tracked.then_some(node.grad),
+                    tracked,
+                    pass_adjoint: tracked.then_some(adjoint[id as usize]),
+                    stored_gradient: tracked.then_some(node.grad),
                 }
             })
             .collect();
@@ -219,7 +228,7 @@ impl TapeData {
         let TapeData { nodes, scratch } = self;
         for &id in &scratch.walk[..scratch.order_len] {
             let node = &mut nodes[id as usize];
-            if node.tracked {
+            if node.tracked() {
                 node.grad = 0.0;
             }
         }
@@ -307,6 +316,46 @@ mod tests {
         assert_eq!(error.kind(), "non-finite-accumulated-gradient");
         assert_eq!(big.gradient(), Some(1e308));
         assert_eq!(loss.gradient(), Some(1.0));
+    }
+
+    #[test]
+    fn the_first_overflowing_gradient_in_topology_order_is_reported() {
+        let tape = Tape::new();
+        let k = tape.constant(1e308).unwrap();
+        let a = tape.variable(1.0).unwrap();
+        let b = tape.variable(1.0).unwrap();
+        // Topology: a, k, a*k, b, b*k, loss: a comes first, though the sweep meets b first.
+        let loss = a.mul(&k).unwrap().sub(&b.mul(&k).unwrap()).unwrap();
+        loss.backward().unwrap();
+        for error in [
+            loss.backward().unwrap_err(),
+            loss.backward_recorded(1.0).unwrap_err(),
+        ] {
+            let Error::NonFiniteAccumulatedGradient { node, .. } = error else {
+                panic!("expected an accumulated-gradient error, got {error}");
+            };
+            assert_eq!(node.id, a.id());
+        }
+        assert_eq!((a.gradient(), b.gradient()), (Some(1e308), Some(-1e308)));
+    }
+
+    #[test]
+    fn a_sweep_error_met_after_an_accumulated_gradient_overflow_is_the_one_reported() {
+        let tape = Tape::new();
+        let x = tape.variable(1.0).unwrap();
+        let ten = tape.constant(10.0).unwrap();
+        let y = tape.variable(1.0).unwrap();
+        y.backward_with_seed(1.7e308).unwrap();
+        let p = x.mul(&ten).unwrap();
+        let loss = p.add(&y).unwrap();
+        // Reverse sweep: loss, y (1.7e308 + 1e308 overflows), p (1e308 * 10 overflows).
+        for error in [
+            loss.backward_with_seed(1e308).unwrap_err(),
+            loss.backward_recorded(1e308).unwrap_err(),
+        ] {
+            assert_eq!(error.kind(), "non-finite-contribution");
+        }
+        assert_eq!((x.gradient(), y.gradient()), (Some(0.0), Some(1.7e308)));
     }
 
     #[test]

@@ -200,9 +200,9 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                 let data = &tape.nodes[node.index()];
                 let observation = Json::object([
                     ("value", Json::Float(data.value)),
-                    ("tracked", Json::Bool(data.tracked)),
+                    ("tracked", Json::Bool(data.tracked())),
                 ]);
-                if data.tracked {
+                if data.tracked() {
                     tracked.push((*index, node));
                 }
                 names.0.push(*index);

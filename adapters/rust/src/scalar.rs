@@ -214,7 +214,7 @@ impl Scalar {
     /// True iff the node takes part in gradients: a variable, or an operation
     /// with at least one tracked operand.
     pub fn tracks_gradient(&self) -> bool {
-        self.tape.0.borrow().nodes[self.id.index()].tracked
+        self.tape.0.borrow().nodes[self.id.index()].tracked()
     }
 
     /// The stored (accumulated) gradient; `None` for an untracked node.

@@ -48,12 +48,34 @@ pub(crate) struct Node {
     pub(crate) operation: Operation,
     /// Number of operand slots in use (0, 1 or 2).
     pub(crate) arity: u8,
-    pub(crate) tracked: bool,
+    /// `TRACKED` for a tracked node, plus `OPERAND_TRACKED << slot` for each
+    /// tracked operand, so a pass learns whether an operand is tracked without
+    /// reading the operand node.
+    pub(crate) flags: u8,
     /// Walk scratch: the next operand slot to visit while the node is on the stack ...
     pub(crate) slot: u8,
     /// ... and the generation of the last walk that visited it, so "visited" is
     /// one comparison, with no hash set and no clearing between walks.
     pub(crate) mark: u32,
+}
+
+/// `Node::flags`: the node is tracked.
+pub(crate) const TRACKED: u8 = 1;
+/// `Node::flags`: the operand of slot 0 is tracked (`<< 1` for slot 1).
+pub(crate) const OPERAND_TRACKED: u8 = 2;
+
+impl Node {
+    /// Whether the node takes part in gradients.
+    #[inline]
+    pub(crate) fn tracked(&self) -> bool {
+        self.flags & TRACKED != 0
+    }
+
+    /// Whether the operand of `slot` takes part in gradients.
+    #[inline]
+    pub(crate) fn operand_tracked(&self, slot: usize) -> bool {
+        self.flags & (OPERAND_TRACKED << slot) != 0
+    }
 }
 
 /// The reusable buffers of walks and backward passes, sized to the tape.
@@ -99,7 +121,11 @@ impl TapeData {
             grad: 0.0,
             operation,
             arity: 0,
-            tracked: operation == Operation::Variable,
+            flags: if operation == Operation::Variable {
+                TRACKED
+            } else {
+                0
+            },
             slot: 0,
             mark: 0,
         }))
@@ -146,7 +172,7 @@ impl TapeData {
             assert!(exponent.is_none(), "{} takes no exponent", op.name);
             operands.get(1).map_or(0.0, |b| self.nodes[b.index()].value)
         };
-        let (value, local_derivatives) = (op.rule)(first.value, second);
+        let (value, local_derivatives) = kind.evaluate(first.value, second);
         let operation = Operation::Op(kind);
         if !value.is_finite() {
             return Err(Error::NonFiniteResult { operation, value });
@@ -161,10 +187,16 @@ impl TapeData {
             }
         }
         let mut operand_ids = [operands[0].0; 2];
-        let mut tracked = first.tracked;
+        let mut flags = if first.tracked() { OPERAND_TRACKED } else { 0 };
         if let Some(b) = operands.get(1) {
             operand_ids[1] = b.0;
-            tracked |= self.nodes[b.index()].tracked;
+            if self.nodes[b.index()].tracked() {
+                flags |= OPERAND_TRACKED << 1;
+            }
+        }
+        if flags != 0 {
+            // Tracked iff an operand is (docs/contract.md section 3).
+            flags |= TRACKED;
         }
         let mut local_derivatives = local_derivatives;
         if op.takes_exponent {
@@ -178,7 +210,7 @@ impl TapeData {
             grad: 0.0,
             operation,
             arity: op.arity as u8,
-            tracked,
+            flags,
             slot: 0,
             mark: 0,
         }))
@@ -187,7 +219,7 @@ impl TapeData {
     /// The stored gradient of `id`; `None` for an untracked node.
     pub(crate) fn gradient(&self, id: NodeId) -> Option<f64> {
         let node = &self.nodes[id.index()];
-        node.tracked.then_some(node.grad)
+        node.tracked().then_some(node.grad)
     }
 }
 

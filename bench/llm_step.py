@@ -14,7 +14,8 @@ Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``. A
 binary's nodes are the program's creation steps, which include the few
 parameters this document does not reach; the reference counts the nodes the
 loss reaches. Each engine's best of ``--repeat`` runs is shown as nodes/s and
-as a ratio to the reference measured in the same run, beside microGPT's
+as a ratio to the reference measured in the same run and to its language's
+minimal tape engine (``rust-minimal``, bench/minimal/), beside microGPT's
 250k nodes/s from the project brief. The output is a Markdown table.
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from native import native_binaries, time_native  # noqa: E402
+from native import minimal_of, native_binaries, time_native  # noqa: E402
 
 from conformance.llm import ProgramRecorder  # noqa: E402
 from conformance.wire import to_json_ready  # noqa: E402
@@ -79,6 +80,7 @@ def main() -> int:
     rows: list[tuple[str, int, float, float]] = []
     nodes, forward, backward = best([reference_step(args.document) for _ in range(args.repeat)])
     rows.append(("reference (python)", nodes, forward, backward))
+    baselines: dict[str, str] = {}  # row label -> the label of its language's minimal engine
     reference_rate = nodes / (forward + backward)
 
     with tempfile.TemporaryDirectory() as folder:
@@ -89,15 +91,20 @@ def main() -> int:
                 [(t["engine"], int(t["nodes"]), float(t["forward_seconds"]), float(t["backward_seconds"])) for t in timings]
             )
             rows.append((f"{engine} ({name})", n, f, b))
+            baselines[f"{engine} ({name})"] = minimal_of(name) or ""
+    labels = {label.rsplit(" (", 1)[-1].rstrip(")"): label for label, *_ in rows}
+    rates = {label: n / (f + b) for label, n, f, b in rows}
 
     print(f"One training step at reference width: document {args.document!r}, best of {args.repeat}.\n")
-    print("| engine | nodes | forward ms | backward ms | nodes/s | vs reference | vs microGPT 250k |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| engine | nodes | forward ms | backward ms | nodes/s | vs reference | vs minimal | vs microGPT 250k |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for engine, n, f, b in rows:
         rate = n / (f + b)
+        minimal = labels.get(baselines.get(engine, ""))
+        versus = f"{rate / rates[minimal]:,.2f}x" if minimal else "-"
         print(
             f"| {engine} | {n:,} | {f * 1e3:,.1f} | {b * 1e3:,.1f} | {rate:,.0f} | "
-            f"{rate / reference_rate:,.2f}x | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
+            f"{rate / reference_rate:,.2f}x | {versus} | {rate / MICROGPT_NODES_PER_SECOND:,.2f}x |"
         )
     return 0
 

@@ -3,7 +3,7 @@
 //! The topological order is the canonical one: depth-first post-order from the
 //! output, operands visited in slot order (section 7), computed with an
 //! explicit stack so that depth is limited only by memory, and with visit
-//! marks of a generation counter on the nodes instead of a hash set. backward computes
+//! marks of a generation counter instead of a hash set. backward computes
 //! fresh pass adjoints in one reverse sweep of that order, checks every
 //! contribution, every pass adjoint and every prospective stored gradient,
 //! and commits only when all checks passed, so a failed backward changes no
@@ -46,15 +46,16 @@ impl TapeData {
         if scratch.walk.len() < size {
             scratch.walk.resize(size, 0);
         }
+        // New nodes get mark 0, which no walk's generation is.
+        scratch.marks.resize(size, 0);
         scratch.generation = scratch.generation.wrapping_add(1);
         if scratch.generation == 0 {
-            // Wrapped: forget every old mark once every 2^32 walks.
-            for node in nodes.iter_mut() {
-                node.mark = 0;
-            }
+            // Wrapped: forget every old mark once every 255 walks.
+            scratch.marks.fill(0);
             scratch.generation = 1;
         }
         let generation = scratch.generation;
+        let marks = &mut scratch.marks;
         let buffer = &mut scratch.walk;
         // The order grows up from 0, the stack down from `size`: every node is
         // pushed once, when first entered, and moves to the order when popped,
@@ -62,9 +63,7 @@ impl TapeData {
         let mut order_len = 0;
         let mut top = size - 1;
         buffer[top] = output;
-        let out = &mut nodes[output as usize];
-        out.mark = generation;
-        out.slot = 0;
+        marks[output as usize] = generation;
         while top < size {
             let id = buffer[top];
             let node = &mut nodes[id as usize];
@@ -74,16 +73,15 @@ impl TapeData {
                 node.slot += 1;
                 // The child's flags say whether the operand is tracked: an
                 // untracked operand is skipped without reading it.
-                if untracked || node.operand_tracked(slot) {
-                    let operand_node = &mut nodes[operand as usize];
-                    if operand_node.mark != generation {
-                        operand_node.mark = generation;
-                        operand_node.slot = 0;
-                        top -= 1;
-                        buffer[top] = operand;
-                    }
+                if (untracked || node.operand_tracked(slot))
+                    && marks[operand as usize] != generation
+                {
+                    marks[operand as usize] = generation;
+                    top -= 1;
+                    buffer[top] = operand;
                 }
             } else {
+                node.slot = 0;
                 top += 1;
                 buffer[order_len] = id;
                 order_len += 1;
@@ -410,6 +408,21 @@ mod tests {
         assert_eq!(x.gradient(), fast);
         assert_eq!(record.nodes.len(), topology(&y).len());
         assert_eq!(record.nodes.last().map(|n| n.node), Some(y.id()));
+    }
+
+    #[test]
+    fn passes_stay_right_after_the_visit_marks_wrap() {
+        let tape = Tape::new();
+        let x = tape.variable(3.0).unwrap();
+        let mut y = x.mul(&x).unwrap();
+        // 600 walks wrap the one-byte generation twice; nodes keep being added between them.
+        for step in 0..300 {
+            y.zero_grad();
+            y.backward().unwrap();
+            assert_eq!(x.gradient(), Some(6.0 + f64::from(step)), "step {step}");
+            y = y.add(&x).unwrap();
+        }
+        assert_eq!(topology(&y).len(), 302);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! adjoints), sized to the tape and reused by every pass, so a pass allocates
 //! nothing once the tape has grown (see `backward.rs`). Memory is time here:
 //! a fresh page costs about as much as the work on the nodes it holds, so a
-//! node is 48 bytes and the scratch 12 bytes per node.
+//! node is 48 bytes and the scratch 13 bytes per node.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -52,11 +52,9 @@ pub(crate) struct Node {
     /// tracked operand, so a pass learns whether an operand is tracked without
     /// reading the operand node.
     pub(crate) flags: u8,
-    /// Walk scratch: the next operand slot to visit while the node is on the stack ...
+    /// Walk scratch: the next operand slot to visit while the node is on the
+    /// walk's stack; 0 at rest (the walk resets it when the node leaves the stack).
     pub(crate) slot: u8,
-    /// ... and the generation of the last walk that visited it, so "visited" is
-    /// one comparison, with no hash set and no clearing between walks.
-    pub(crate) mark: u32,
 }
 
 /// `Node::flags`: the node is tracked.
@@ -81,8 +79,13 @@ impl Node {
 /// The reusable buffers of walks and backward passes, sized to the tape.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// The generation of the current walk (see `Node::mark`).
-    pub(crate) generation: u32,
+    /// The generation of the last walk that visited each node, by node id, so
+    /// "visited" is one comparison, with no hash set. One byte per node in a
+    /// dense array: the walk tests the mark of every operand it meets, mostly
+    /// nodes far apart on the tape, so a small array keeps those tests in cache.
+    pub(crate) marks: Vec<u8>,
+    /// The generation of the current walk; the marks are cleared when it wraps.
+    pub(crate) generation: u8,
     /// The last walk's canonical order (docs/contract.md section 7) in
     /// `walk[..order_len]`; during the walk its stack grows down from the end
     /// of the same buffer (a node is on the stack or in the order, never both).
@@ -127,7 +130,6 @@ impl TapeData {
                 0
             },
             slot: 0,
-            mark: 0,
         }))
     }
 
@@ -212,7 +214,6 @@ impl TapeData {
             arity: op.arity as u8,
             flags,
             slot: 0,
-            mark: 0,
         }))
     }
 

@@ -20,29 +20,32 @@
 use crate::error::{Error, NodeInfo};
 use crate::record::{EdgeRecord, NodeRecord, PassRecord};
 use crate::scalar::Scalar;
-use crate::tape::{Node, NodeId, TapeData};
+use crate::tape::{Link, NodeId, TapeData};
 
 /// The node `id` as an error names it.
-fn info(nodes: &[Node], id: u32) -> NodeInfo {
-    let node = &nodes[id as usize];
+fn info(links: &[Link], values: &[f64], id: u32) -> NodeInfo {
     NodeInfo {
         id: NodeId(id),
-        operation: node.operation,
-        value: node.value,
+        operation: links[id as usize].operation,
+        value: values[id as usize],
     }
 }
 
 impl TapeData {
     /// The node `id` as an error names it.
     pub(crate) fn info(&self, id: u32) -> NodeInfo {
-        info(&self.nodes, id)
+        info(&self.links, &self.values, id)
     }
 
     /// Fill the order (`scratch.walk[..scratch.order_len]`) with the canonical
     /// order from `output`; with `untracked` false, untracked operands are not entered.
     pub(crate) fn walk(&mut self, output: u32, untracked: bool) {
-        let TapeData { nodes, scratch } = self;
-        let size = nodes.len();
+        let size = self.len();
+        let TapeData {
+            links: nodes,
+            scratch,
+            ..
+        } = self;
         if scratch.walk.len() < size {
             scratch.walk.resize(size, 0);
         }
@@ -96,7 +99,7 @@ impl TapeData {
         output: u32,
         seed: f64,
     ) -> Result<Option<PassRecord>, Error> {
-        let out = &self.nodes[output as usize];
+        let out = &self.links[output as usize];
         if !out.tracked() {
             return Err(Error::UntrackedOutput {
                 operation: out.operation,
@@ -106,11 +109,17 @@ impl TapeData {
             return Err(Error::NonFiniteSeed { seed });
         }
         self.walk(output, RECORD);
-        let TapeData { nodes, scratch } = &mut *self;
+        let TapeData {
+            links,
+            values,
+            local_derivatives,
+            grads,
+            scratch,
+        } = &mut *self;
         let order = &scratch.walk[..scratch.order_len];
         let adjoint = &mut scratch.adjoint;
-        if adjoint.len() < nodes.len() {
-            adjoint.resize(nodes.len(), 0.0);
+        if adjoint.len() < links.len() {
+            adjoint.resize(links.len(), 0.0);
         }
         // Fresh pass adjoints: 0.0 for every reachable node, the seed for the output.
         // Untracked nodes' entries stay 0.0, which is also their upstream.
@@ -123,7 +132,7 @@ impl TapeData {
             edges.reserve(
                 order
                     .iter()
-                    .map(|&id| nodes[id as usize].arity as usize)
+                    .map(|&id| links[id as usize].arity as usize)
                     .sum(),
             );
         }
@@ -135,19 +144,19 @@ impl TapeData {
         // after the whole sweep, whose errors come first (docs/contract.md section 5).
         let mut accumulated_failure = None;
         for &child in order.iter().rev() {
-            let node = &nodes[child as usize];
+            let node = &links[child as usize];
             let upstream = adjoint[child as usize];
-            if node.tracked() && !(node.grad + upstream).is_finite() {
+            if node.tracked() && !(grads[child as usize] + upstream).is_finite() {
                 accumulated_failure = Some(child);
             }
-            for slot in 0..node.arity as usize {
+            let locals = &local_derivatives[child as usize][..node.arity as usize];
+            for (slot, &local_derivative) in locals.iter().enumerate() {
                 let parent = node.operands[slot];
-                let local_derivative = node.local_derivatives[slot];
                 let contribution = upstream * local_derivative;
                 if !contribution.is_finite() {
                     return Err(Error::NonFiniteContribution {
-                        child: info(nodes, child),
-                        parent: info(nodes, parent),
+                        child: info(links, values, child),
+                        parent: info(links, values, parent),
                         operand: slot,
                         upstream,
                         local_derivative,
@@ -160,7 +169,7 @@ impl TapeData {
                     let after = before + contribution;
                     if !after.is_finite() {
                         return Err(Error::NonFinitePassAdjoint {
-                            node: info(nodes, parent),
+                            node: info(links, values, parent),
                             previous: before,
                             contribution,
                         });
@@ -185,16 +194,15 @@ impl TapeData {
         }
         if let Some(id) = accumulated_failure {
             return Err(Error::NonFiniteAccumulatedGradient {
-                node: info(nodes, id),
-                stored: nodes[id as usize].grad,
+                node: info(links, values, id),
+                stored: grads[id as usize],
                 pass_adjoint: adjoint[id as usize],
             });
         }
         // Every check passed: commit (the same sums, so the same bits as checked).
         for &id in order {
-            let node = &mut nodes[id as usize];
-            if node.tracked() {
-                node.grad += adjoint[id as usize];
+            if links[id as usize].tracked() {
+                grads[id as usize] += adjoint[id as usize];
             }
         }
         if !RECORD {
@@ -203,15 +211,15 @@ impl TapeData {
         let nodes = order
             .iter()
             .map(|&id| {
-                let node = &nodes[id as usize];
-                let tracked = node.tracked();
+                let link = &links[id as usize];
+                let tracked = link.tracked();
                 NodeRecord {
                     node: NodeId(id),
-                    operation: node.operation,
-                    value: node.value,
+                    operation: link.operation,
+                    value: values[id as usize],
                     tracked,
                     pass_adjoint: tracked.then_some(adjoint[id as usize]),
-                    stored_gradient: tracked.then_some(node.grad),
+                    stored_gradient: tracked.then_some(grads[id as usize]),
                 }
             })
             .collect();
@@ -223,11 +231,15 @@ impl TapeData {
         // Tracked nodes are reachable through tracked nodes only (an untracked
         // node's operands are untracked), so the tracked walk finds them all.
         self.walk(output, false);
-        let TapeData { nodes, scratch } = self;
+        let TapeData {
+            links,
+            grads,
+            scratch,
+            ..
+        } = self;
         for &id in &scratch.walk[..scratch.order_len] {
-            let node = &mut nodes[id as usize];
-            if node.tracked() {
-                node.grad = 0.0;
+            if links[id as usize].tracked() {
+                grads[id as usize] = 0.0;
             }
         }
     }

@@ -95,6 +95,7 @@ impl Graph {
     /// builds its pass record only when `record` is true.
     ///
     /// Fails only when the step names a node whose creating step failed.
+    #[inline]
     pub fn execute(
         &mut self,
         program: &Program,
@@ -197,12 +198,12 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                     unreachable!("only creation steps create nodes")
                 };
                 let tape = graph.tape.0.borrow();
-                let data = &tape.nodes[node.index()];
+                let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
-                    ("value", Json::Float(data.value)),
-                    ("tracked", Json::Bool(data.tracked())),
+                    ("value", Json::Float(tape.values[node.index()])),
+                    ("tracked", Json::Bool(tracked_node)),
                 ]);
-                if data.tracked() {
+                if tracked_node {
                     tracked.push((*index, node));
                 }
                 names.0.push(*index);

@@ -203,18 +203,18 @@ impl Scalar {
 
     /// The node's forward value.
     pub fn value(&self) -> f64 {
-        self.tape.0.borrow().nodes[self.id.index()].value
+        self.tape.0.borrow().values[self.id.index()]
     }
 
     /// How the node was made (`variable`, `constant`, `detached` or an op).
     pub fn operation(&self) -> Operation {
-        self.tape.0.borrow().nodes[self.id.index()].operation
+        self.tape.0.borrow().links[self.id.index()].operation
     }
 
     /// True iff the node takes part in gradients: a variable, or an operation
     /// with at least one tracked operand.
     pub fn tracks_gradient(&self) -> bool {
-        self.tape.0.borrow().nodes[self.id.index()].tracked()
+        self.tape.0.borrow().links[self.id.index()].tracked()
     }
 
     /// The stored (accumulated) gradient; `None` for an untracked node.
@@ -225,21 +225,23 @@ impl Scalar {
     /// pow's constant exponent; `None` for every other node.
     pub fn exponent(&self) -> Option<f64> {
         let tape = self.tape.0.borrow();
-        let node = &tape.nodes[self.id.index()];
-        (node.operation == Operation::Op(OpKind::Pow)).then_some(node.local_derivatives[1])
+        let index = self.id.index();
+        (tape.links[index].operation == Operation::Op(OpKind::Pow))
+            .then_some(tape.local_derivatives[index][1])
     }
 
     /// The operand edges in slot order: each operand node with its local derivative.
     pub fn operand_edges(&self) -> Vec<(Scalar, f64)> {
         let tape = self.tape.0.borrow();
-        let node = tape.nodes[self.id.index()];
-        (0..node.arity as usize)
+        let link = tape.links[self.id.index()];
+        let locals = tape.local_derivatives[self.id.index()];
+        (0..link.arity as usize)
             .map(|slot| {
                 let operand = Scalar {
                     tape: self.tape.clone(),
-                    id: NodeId(node.operands[slot]),
+                    id: NodeId(link.operands[slot]),
                 };
-                (operand, node.local_derivatives[slot])
+                (operand, locals[slot])
             })
             .collect()
     }

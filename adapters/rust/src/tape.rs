@@ -3,16 +3,19 @@
 //! A node is plain data: its value, its operation, whether it is tracked, and
 //! its operand edges, one per slot, each an operand index with the local
 //! derivative evaluated at creation (docs/contract.md sections 1 and 4), so
-//! `x*x` holds two edges to the same `x` and never merges them. Nothing on the
-//! tape is a pointer and no node owns a heap allocation: creating a node is one
-//! push, and dropping a graph of any depth is freeing one `Vec`.
+//! `x*x` holds two edges to the same `x` and never merges them. The fields
+//! live in one array each, indexed by node id: the structure (`Link`, 12
+//! bytes), the value, the local derivatives and the stored gradient, 44 bytes
+//! per node in all. Nothing on the tape is a pointer and no node owns a heap
+//! allocation: creating a node is a few pushes, and dropping a graph of any
+//! depth is freeing a few `Vec`s.
 //!
 //! The tape also owns the scratch of backward and zero_grad (each node's visit
 //! mark, one buffer for the topological order and the walk's stack, the pass
 //! adjoints), sized to the tape and reused by every pass, so a pass allocates
 //! nothing once the tape has grown (see `backward.rs`). Memory is time here:
 //! a fresh page costs about as much as the work on the nodes it holds, so a
-//! node is 48 bytes and the scratch 13 bytes per node.
+//! node is 44 bytes and the scratch 13 bytes per node.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -34,17 +37,14 @@ impl NodeId {
     }
 }
 
-/// One node: plain data, no pointers (docs/contract.md section 1), 48 bytes.
+/// The structure of one node (docs/contract.md section 1): how it was made and
+/// its operand edges' operand nodes, 12 bytes. Its value, local derivatives and
+/// stored gradient sit in arrays of their own at the same index, so that a
+/// walk, which reads only structure, touches few cache lines per node.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Node {
-    pub(crate) value: f64,
-    /// The local derivative of each operand slot, evaluated at creation. pow
-    /// has one slot, so its constant exponent is kept in the unused second entry.
-    pub(crate) local_derivatives: [f64; 2],
+pub(crate) struct Link {
     /// The operand node of each slot; only the first `arity` are meaningful.
     pub(crate) operands: [u32; 2],
-    /// The stored gradient; meaningful only when `tracked`.
-    pub(crate) grad: f64,
     pub(crate) operation: Operation,
     /// Number of operand slots in use (0, 1 or 2).
     pub(crate) arity: u8,
@@ -57,12 +57,12 @@ pub(crate) struct Node {
     pub(crate) slot: u8,
 }
 
-/// `Node::flags`: the node is tracked.
+/// `Link::flags`: the node is tracked.
 pub(crate) const TRACKED: u8 = 1;
-/// `Node::flags`: the operand of slot 0 is tracked (`<< 1` for slot 1).
+/// `Link::flags`: the operand of slot 0 is tracked (`<< 1` for slot 1).
 pub(crate) const OPERAND_TRACKED: u8 = 2;
 
-impl Node {
+impl Link {
     /// Whether the node takes part in gradients.
     #[inline]
     pub(crate) fn tracked(&self) -> bool {
@@ -95,33 +95,56 @@ pub(crate) struct Scratch {
     pub(crate) adjoint: Vec<f64>,
 }
 
-/// The nodes of one graph and the scratch buffers of its passes.
+/// The nodes of one graph, one array per field, and the scratch buffers of its passes.
 #[derive(Debug, Default)]
 pub(crate) struct TapeData {
-    pub(crate) nodes: Vec<Node>,
+    /// Each node's structure.
+    pub(crate) links: Vec<Link>,
+    /// Each node's forward value.
+    pub(crate) values: Vec<f64>,
+    /// The local derivative of each operand slot, evaluated at creation. pow
+    /// has one slot, so its constant exponent is kept in the unused second entry.
+    pub(crate) local_derivatives: Vec<[f64; 2]>,
+    /// The stored gradient; meaningful only for a tracked node.
+    pub(crate) grads: Vec<f64>,
     pub(crate) scratch: Scratch,
 }
 
 impl TapeData {
-    fn push(&mut self, node: Node) -> NodeId {
-        let id = u32::try_from(self.nodes.len())
+    /// How many nodes the tape holds.
+    pub(crate) fn len(&self) -> usize {
+        self.links.len()
+    }
+
+    #[inline]
+    fn push(&mut self, link: Link, value: f64, local_derivatives: [f64; 2]) -> NodeId {
+        let id = u32::try_from(self.links.len())
             .ok()
             .filter(|&id| id < u32::MAX)
             .expect("a tape holds fewer than 2^32 - 1 nodes");
-        self.nodes.push(node);
+        self.links.push(link);
+        self.values.push(value);
+        self.local_derivatives.push(local_derivatives);
+        self.grads.push(0.0);
         NodeId(id)
     }
 
+    /// Room for `nodes` more nodes before any array reallocates.
+    pub(crate) fn reserve(&mut self, nodes: usize) {
+        self.links.reserve(nodes);
+        self.values.reserve(nodes);
+        self.local_derivatives.reserve(nodes);
+        self.grads.reserve(nodes);
+    }
+
     /// A leaf: `variable` (tracked), `constant` or `detached` (untracked).
+    #[inline]
     pub(crate) fn leaf(&mut self, value: f64, operation: Operation) -> Result<NodeId, Error> {
         if !value.is_finite() {
             return Err(Error::NonFiniteLeaf { operation, value });
         }
-        Ok(self.push(Node {
-            value,
-            local_derivatives: [0.0; 2],
+        let link = Link {
             operands: [0; 2],
-            grad: 0.0,
             operation,
             arity: 0,
             flags: if operation == Operation::Variable {
@@ -130,12 +153,13 @@ impl TapeData {
                 0
             },
             slot: 0,
-        }))
+        };
+        Ok(self.push(link, value, [0.0; 2]))
     }
 
     /// An untracked copy of `id`'s value with no edge to it (docs/contract.md section 3).
     pub(crate) fn detach(&mut self, id: NodeId) -> NodeId {
-        let value = self.nodes[id.index()].value;
+        let value = self.values[id.index()];
         self.leaf(value, Operation::Detached)
             .expect("a node's value is finite")
     }
@@ -146,6 +170,7 @@ impl TapeData {
     ///
     /// When the operand count is not the op's arity, or the exponent is missing,
     /// not finite, or given to an op other than pow.
+    #[inline]
     pub(crate) fn apply(
         &mut self,
         kind: OpKind,
@@ -161,7 +186,7 @@ impl TapeData {
             op.arity,
             operands.len()
         );
-        let first = self.nodes[operands[0].index()];
+        let first = operands[0].index();
         let second = if op.takes_exponent {
             match exponent {
                 Some(c) if c.is_finite() => c,
@@ -172,9 +197,9 @@ impl TapeData {
             }
         } else {
             assert!(exponent.is_none(), "{} takes no exponent", op.name);
-            operands.get(1).map_or(0.0, |b| self.nodes[b.index()].value)
+            operands.get(1).map_or(0.0, |b| self.values[b.index()])
         };
-        let (value, local_derivatives) = kind.evaluate(first.value, second);
+        let (value, local_derivatives) = kind.evaluate(self.values[first], second);
         let operation = Operation::Op(kind);
         if !value.is_finite() {
             return Err(Error::NonFiniteResult { operation, value });
@@ -189,10 +214,14 @@ impl TapeData {
             }
         }
         let mut operand_ids = [operands[0].0; 2];
-        let mut flags = if first.tracked() { OPERAND_TRACKED } else { 0 };
+        let mut flags = if self.links[first].tracked() {
+            OPERAND_TRACKED
+        } else {
+            0
+        };
         if let Some(b) = operands.get(1) {
             operand_ids[1] = b.0;
-            if self.nodes[b.index()].tracked() {
+            if self.links[b.index()].tracked() {
                 flags |= OPERAND_TRACKED << 1;
             }
         }
@@ -205,22 +234,21 @@ impl TapeData {
             // pow's second slot is unused: it keeps the exponent.
             local_derivatives[1] = second;
         }
-        Ok(self.push(Node {
-            value,
-            local_derivatives,
+        let link = Link {
             operands: operand_ids,
-            grad: 0.0,
             operation,
             arity: op.arity as u8,
             flags,
             slot: 0,
-        }))
+        };
+        Ok(self.push(link, value, local_derivatives))
     }
 
     /// The stored gradient of `id`; `None` for an untracked node.
     pub(crate) fn gradient(&self, id: NodeId) -> Option<f64> {
-        let node = &self.nodes[id.index()];
-        node.tracked().then_some(node.grad)
+        self.links[id.index()]
+            .tracked()
+            .then_some(self.grads[id.index()])
     }
 }
 
@@ -241,13 +269,13 @@ impl Tape {
     /// An empty tape with room for `nodes` nodes before it reallocates.
     pub fn with_capacity(nodes: usize) -> Tape {
         let tape = Tape::new();
-        tape.0.borrow_mut().nodes.reserve(nodes);
+        tape.0.borrow_mut().reserve(nodes);
         tape
     }
 
     /// How many nodes the tape holds.
     pub fn len(&self) -> usize {
-        self.0.borrow().nodes.len()
+        self.0.borrow().len()
     }
 
     /// True when the tape holds no node.
@@ -316,7 +344,7 @@ mod tests {
     #[test]
     fn a_node_holds_no_heap_allocation() {
         // Plain data of a fixed size: the tape is one allocation however many nodes it holds.
-        assert!(std::mem::size_of::<Node>() <= 48);
-        assert!(!std::mem::needs_drop::<Node>());
+        assert!(std::mem::size_of::<Link>() <= 12);
+        assert!(!std::mem::needs_drop::<Link>());
     }
 }

@@ -38,11 +38,18 @@ pub enum Outcome {
 }
 
 /// The engine state of one running program: one tape, and the node of every
-/// creation index (`NO_NODE` where the creating step failed). Every run
-/// starts from a new graph.
+/// creation index. Every run starts from a new graph.
+///
+/// Each successful creation pushes one node, so until a creation fails the
+/// creation index *is* the node id and no map is kept; the first failure
+/// starts the map (`nodes`, with `NO_NODE` where the creating step failed).
 #[derive(Debug, Default)]
 pub struct Graph {
     tape: Tape,
+    /// Creation steps run so far.
+    created: usize,
+    /// Whether a creation has failed, so that `nodes` is the map.
+    mapped: bool,
     nodes: Vec<u32>,
 }
 
@@ -60,7 +67,7 @@ impl Graph {
     pub fn with_capacity(nodes: usize) -> Graph {
         Graph {
             tape: Tape::with_capacity(nodes),
-            nodes: Vec::with_capacity(nodes),
+            ..Graph::default()
         }
     }
 
@@ -74,7 +81,11 @@ impl Graph {
         self.id(index).map(|id| self.tape.scalar(id))
     }
 
+    #[inline]
     fn id(&self, index: usize) -> Option<NodeId> {
+        if !self.mapped {
+            return (index < self.created).then_some(NodeId(index as u32));
+        }
         self.nodes
             .get(index)
             .copied()
@@ -82,6 +93,7 @@ impl Graph {
             .map(NodeId)
     }
 
+    #[inline]
     fn lookup(&self, program: &Program, index: usize, step: usize) -> Result<NodeId, ProgramError> {
         self.id(index).ok_or_else(|| {
             ProgramError(format!(
@@ -127,9 +139,17 @@ impl Graph {
                         }
                     }
                 };
+                if created.is_err() && !self.mapped {
+                    // The first failure: from here on creation index and node id differ.
+                    self.nodes = (0..self.created as u32).collect();
+                    self.mapped = true;
+                }
+                self.created += 1;
                 Ok(match created {
                     Ok(id) => {
-                        self.nodes.push(id.0);
+                        if self.mapped {
+                            self.nodes.push(id.0);
+                        }
                         Outcome::Created(id)
                     }
                     Err(error) => {
@@ -386,6 +406,30 @@ mod tests {
         assert_eq!(
             error.0,
             "step 1: id \"x\" was never created (its creating step failed)"
+        );
+    }
+
+    #[test]
+    fn nodes_created_after_a_failed_creation_keep_their_ids() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"bad","op":"variable","value":"nan"},
+            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","args":["x","c"]},
+            {"op":"backward","output":"y"}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                r#"{"gradients":{"x":3.0,"y":1.0},"pass":{"seed":1.0,"nodes":[{"node":"x","#
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"node":"c","operation":"constant","value":3.0"#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"child":"y","parent":"c","operand":1,"#),
+            "{out}"
         );
     }
 

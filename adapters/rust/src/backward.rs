@@ -38,8 +38,11 @@ impl TapeData {
     }
 
     /// Fill the order (`scratch.walk[..scratch.order_len]`) with the canonical
-    /// order from `output`; with `untracked` false, untracked operands are not entered.
-    pub(crate) fn walk(&mut self, output: u32, untracked: bool) {
+    /// order from `output`; with `untracked` false, untracked operands are not
+    /// entered. With `fresh_adjoints`, each node's pass adjoint is set to 0.0
+    /// as it joins the order (backward's fresh pass adjoints, in the same
+    /// visit that already has the node in cache).
+    pub(crate) fn walk(&mut self, output: u32, untracked: bool, fresh_adjoints: bool) {
         let size = self.len();
         let TapeData {
             links: nodes,
@@ -48,6 +51,9 @@ impl TapeData {
         } = self;
         if scratch.walk.len() < size {
             scratch.walk.resize(size, 0);
+        }
+        if fresh_adjoints && scratch.adjoint.len() < size {
+            scratch.adjoint.resize(size, 0.0);
         }
         // New nodes get mark 0, which no walk's generation is.
         scratch.marks.resize(size, 0);
@@ -60,6 +66,7 @@ impl TapeData {
         let generation = scratch.generation;
         let marks = &mut scratch.marks;
         let buffer = &mut scratch.walk;
+        let adjoint = &mut scratch.adjoint;
         // The order grows up from 0, the stack down from `size`: every node is
         // pushed once, when first entered, and moves to the order when popped,
         // so the two never meet.
@@ -85,6 +92,9 @@ impl TapeData {
                 }
             } else {
                 node.slot = 0;
+                if fresh_adjoints {
+                    adjoint[id as usize] = 0.0;
+                }
                 top += 1;
                 buffer[order_len] = id;
                 order_len += 1;
@@ -108,7 +118,10 @@ impl TapeData {
         if !seed.is_finite() {
             return Err(Error::NonFiniteSeed { seed });
         }
-        self.walk(output, RECORD);
+        // Fresh pass adjoints: 0.0 for every reachable node (set by the walk),
+        // the seed for the output. Untracked nodes' entries stay 0.0, which is
+        // also their upstream.
+        self.walk(output, RECORD, true);
         let TapeData {
             links,
             values,
@@ -118,14 +131,6 @@ impl TapeData {
         } = &mut *self;
         let order = &scratch.walk[..scratch.order_len];
         let adjoint = &mut scratch.adjoint;
-        if adjoint.len() < links.len() {
-            adjoint.resize(links.len(), 0.0);
-        }
-        // Fresh pass adjoints: 0.0 for every reachable node, the seed for the output.
-        // Untracked nodes' entries stay 0.0, which is also their upstream.
-        for &id in order {
-            adjoint[id as usize] = 0.0;
-        }
         adjoint[output as usize] = seed;
         let mut edges = Vec::new();
         if RECORD {
@@ -146,7 +151,8 @@ impl TapeData {
         for &child in order.iter().rev() {
             let node = &links[child as usize];
             let upstream = adjoint[child as usize];
-            if node.tracked() && !(grads[child as usize] + upstream).is_finite() {
+            // On the fast path every node of the order is tracked.
+            if (!RECORD || node.tracked()) && !(grads[child as usize] + upstream).is_finite() {
                 accumulated_failure = Some(child);
             }
             let locals = &local_derivatives[child as usize][..node.arity as usize];
@@ -201,7 +207,7 @@ impl TapeData {
         }
         // Every check passed: commit (the same sums, so the same bits as checked).
         for &id in order {
-            if links[id as usize].tracked() {
+            if !RECORD || links[id as usize].tracked() {
                 grads[id as usize] += adjoint[id as usize];
             }
         }
@@ -230,7 +236,7 @@ impl TapeData {
     pub(crate) fn zero_grad(&mut self, output: u32) {
         // Tracked nodes are reachable through tracked nodes only (an untracked
         // node's operands are untracked), so the tracked walk finds them all.
-        self.walk(output, false);
+        self.walk(output, false, false);
         let TapeData {
             links,
             grads,
@@ -252,7 +258,7 @@ impl TapeData {
 pub fn topology(output: &Scalar) -> Vec<Scalar> {
     let ids = {
         let mut tape = output.tape.0.borrow_mut();
-        tape.walk(output.id.0, true);
+        tape.walk(output.id.0, true, false);
         tape.scratch.walk[..tape.scratch.order_len].to_vec()
     };
     ids.into_iter()

@@ -50,10 +50,8 @@ pub enum Creation {
 /// One program step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Create the node with creation index `index`, named `id`.
+    /// Create the node with creation index `index` (its id is `Program::ids[index]`).
     Create {
-        /// The node's program id.
-        id: String,
         /// Its creation index.
         index: usize,
         /// How it is made.
@@ -121,10 +119,10 @@ pub fn parse_program(raw: &Value, source: &str) -> Result<Program, ProgramError>
     let mut program = Program::default();
     let mut known: HashMap<String, usize> = HashMap::new();
     for (index, item) in items.iter().enumerate() {
-        let step = parse_step(item, &format!("{source}: step {index}"), &known)?;
-        if let Step::Create { id, index, .. } = &step {
+        let (step, id) = parse_step(item, &format!("{source}: step {index}"), &known)?;
+        if let (Step::Create { index, .. }, Some(id)) = (&step, id) {
             known.insert(id.clone(), *index);
-            program.ids.push(id.clone());
+            program.ids.push(id);
         }
         program.steps.push(step);
     }
@@ -145,7 +143,7 @@ fn parse_step(
     item: &Value,
     where_: &str,
     known: &HashMap<String, usize>,
-) -> Result<Step, ProgramError> {
+) -> Result<(Step, Option<String>), ProgramError> {
     let Value::Object(fields) = item else {
         return Err(ProgramError(format!(
             "{where_}: a step must be an object, got {item}"
@@ -191,13 +189,13 @@ fn parse_step(
     if op == "backward" || op == "zero_grad" {
         let output = name(fields, "output", op, where_, known)?;
         if op == "zero_grad" {
-            return Ok(Step::ZeroGrad { output });
+            return Ok((Step::ZeroGrad { output }, None));
         }
         let seed = match fields.get("seed") {
             Some(_) => Some(number(fields, "seed", where_)?),
             None => None,
         };
-        return Ok(Step::Backward { output, seed });
+        return Ok((Step::Backward { output, seed }, None));
     }
     let id = match fields.get("id") {
         Some(Value::String(id)) if !id.is_empty() => id.clone(),
@@ -266,11 +264,7 @@ fn parse_step(
             }
         }
     };
-    Ok(Step::Create {
-        id,
-        index,
-        creation,
-    })
+    Ok((Step::Create { index, creation }, Some(id)))
 }
 
 fn name(

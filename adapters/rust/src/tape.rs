@@ -201,16 +201,22 @@ impl TapeData {
         };
         let (value, local_derivatives) = kind.evaluate(self.values[first], second);
         let operation = Operation::Op(kind);
-        if !value.is_finite() {
-            return Err(Error::NonFiniteResult { operation, value });
-        }
-        for (operand, &local) in local_derivatives[..op.arity].iter().enumerate() {
-            if !local.is_finite() {
-                return Err(Error::NonFiniteLocalDerivative {
-                    operation,
-                    operand,
-                    value: local,
-                });
+        // x * 0.0 is (±)0.0 exactly when x is finite (inf * 0 and nan give nan), so
+        // one comparison clears the value and both slots (a unary rule's unused
+        // slot is 0.0); only a failure looks at which check failed, in order.
+        let [first_local, second_local] = local_derivatives;
+        if value * 0.0 + first_local * 0.0 + second_local * 0.0 != 0.0 {
+            if !value.is_finite() {
+                return Err(Error::NonFiniteResult { operation, value });
+            }
+            for (operand, &local) in local_derivatives[..op.arity].iter().enumerate() {
+                if !local.is_finite() {
+                    return Err(Error::NonFiniteLocalDerivative {
+                        operation,
+                        operand,
+                        value: local,
+                    });
+                }
             }
         }
         let mut operand_ids = [operands[0].0; 2];

@@ -27,7 +27,8 @@
 //! Modules: [`ops`] (the op table), [`tape`] (the node arena), [`scalar`] (the
 //! handle and its operations),
 //! [`backward`] (topology, backward, zero_grad), [`record`] (the pass record),
-//! [`error`] (the typed errors), [`mod@gradcheck`] (central differences). The
+//! [`error`] (the typed errors), [`mod@gradcheck`] (central differences), [`gpt`]
+//! (the tiny GPT of docs/contract.md section 11, from the ops alone). The
 //! engine uses only `std`; [`program`], [`execute`] and [`wire`] parse and run
 //! protocol programs and speak the JSON encoding, for the adapter, the
 //! benchmark and the fixture tests.
@@ -37,6 +38,7 @@
 pub mod backward;
 pub mod error;
 pub mod execute;
+pub mod gpt;
 pub mod gradcheck;
 pub mod ops;
 pub mod program;

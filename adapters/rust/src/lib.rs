@@ -21,12 +21,11 @@
 //! # Ok::<(), scalar_autodiff::Error>(())
 //! ```
 //!
-//! Nodes live on a [`Tape`], one `Vec` of plain data named by `u32` index;
-//! a [`Scalar`] is a handle to one of them.
+//! Nodes live on a [`Tape`] as plain data, one array per node field, named by
+//! `u32` index; a [`Scalar`] is a handle to one of them.
 //!
 //! Modules: [`ops`] (the op table), [`tape`] (the node arena), [`scalar`] (the
-//! handle and its operations),
-//! [`backward`] (topology, backward, zero_grad), [`record`] (the pass record),
+//! handle and its operations), [`backward`] (topology, backward, zero_grad), [`record`] (the pass record),
 //! [`error`] (the typed errors), [`mod@gradcheck`] (central differences), [`gpt`]
 //! (the tiny GPT of docs/contract.md section 11, from the ops alone). The
 //! engine uses only `std`; [`program`], [`execute`] and [`wire`] parse and run

@@ -40,15 +40,17 @@ test-python: lint
 
 test-rust:
 	@if [ -d adapters/rust ] && command -v cargo >/dev/null 2>&1; then \
-	  echo "== Rust: cargo fmt --check, clippy, cargo test (the first build takes a minute)"; t=$$(date +%s); \
+	  echo "== Rust: cargo fmt --check, clippy, cargo test (the port, then bench/minimal/rust; the first build takes a minute)"; t=$$(date +%s); \
 	  cd adapters/rust && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings && cargo test --quiet \
+	  && cd ../../bench/minimal/rust && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings \
 	  && echo "== Rust passed in $$(( $$(date +%s) - t )) s"; \
 	else echo "== skipping Rust: adapters/rust or cargo missing"; fi
 
 test-go:
 	@if [ -d adapters/go ] && command -v go >/dev/null 2>&1; then \
-	  echo "== Go: gofmt, go vet, go test"; t=$$(date +%s); \
+	  echo "== Go: gofmt, go vet, go test (the port, then bench/minimal/go)"; t=$$(date +%s); \
 	  cd adapters/go && { test -z "$$(gofmt -l .)" || { echo "gofmt: these files need formatting:"; gofmt -l .; false; }; } && go vet ./... && go test ./... \
+	  && cd ../../bench/minimal/go && go vet ./... && go test ./... \
 	  && echo "== Go passed in $$(( $$(date +%s) - t )) s"; \
 	else echo "== skipping Go: adapters/go or go missing"; fi
 

@@ -3,13 +3,15 @@
 Each binary reads a program file (a JSON array of steps, the fixture format),
 runs it without building observations and prints one JSON line:
 ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``, and optionally
-``"peak_rss_delta_bytes"`` (peak resident set during the run minus before it) and
+``"peak_rss_delta_bytes"`` (Go) or ``"rss_delta_bytes"`` (Rust): the growth of the
+resident set over the run, and
 ``"cold_forward_seconds"``, ``"cold_backward_seconds"`` (the Go binaries run the program
 twice: the first run, in memory just returned to the system, is cold; the second, timed
 as forward/backward, reuses the memory the first left behind).
 
 A name ending in ``-minimal`` is a language's minimal tape engine (bench/minimal/),
-the limit baseline its port is shown against: ``go-minimal`` for ``go``.
+the limit baseline its port is shown against: ``go-minimal`` for ``go``, ``rust-minimal``
+for ``rust``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,16 @@ def native_binaries() -> dict[str, list[str]]:
         found["go"] = [str(ROOT / "adapters/go/bin/bench")]
         subprocess.run(["go", "build", "-o", "bin/minimal", "."], cwd=ROOT / "bench/minimal/go", check=True)
         found["go-minimal"] = [str(ROOT / "bench/minimal/go/bin/minimal")]
+    if shutil.which("cargo"):
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT / "bench/minimal/rust", check=True)
+        found["rust-minimal"] = [str(ROOT / "bench/minimal/rust/target/release/minimal-bench")]
     return found
+
+
+def rss_delta(timing: dict[str, Any]) -> int | None:
+    """The resident-set growth a bench binary reports, under either of its names."""
+    value = timing.get("peak_rss_delta_bytes", timing.get("rss_delta_bytes"))
+    return None if value is None else int(value)
 
 
 def time_native(command: list[str], steps: list[dict[str, Any]], folder: Path) -> dict[str, Any]:

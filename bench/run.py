@@ -29,7 +29,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from native import best_native, cold, minimal_of, native_binaries  # noqa: E402
+from native import best_native, cold, minimal_of, native_binaries, rss_delta  # noqa: E402
 
 import reference  # noqa: E402
 from conformance.fixture import load_corpus  # noqa: E402
@@ -199,7 +199,7 @@ def main() -> None:
             if minimal_of(name) in native:
                 minimal_chain, minimal_mlp = native[minimal_of(name)]
                 vs_minimal = [f"{rate(c) / rate(minimal_chain):.2f}", f"{rate(m) / rate(minimal_mlp):.2f}"]
-            memory = f"{c['peak_rss_delta_bytes'] / c['nodes']:.0f}" if "peak_rss_delta_bytes" in c else "n/a"
+            memory = f"{rss_delta(c) / c['nodes']:.0f}" if rss_delta(c) else "n/a"
             rows.append(
                 [
                     name,
@@ -224,7 +224,7 @@ def main() -> None:
         ]
         print(table(header, rows))
         print(
-            "\nbytes/node: peak resident set during the run minus before it, over the chain's nodes."
+            "\nbytes/node: the resident set's growth over the run (Go: its peak), over the chain's nodes."
             "\n'cold': the same best run's first pass, in memory just returned to the system (every page a fault)."
         )
 

@@ -1,56 +1,277 @@
 //! Topology, backward and zero_grad (docs/contract.md sections 5-7).
 //!
 //! The topological order is the canonical one: depth-first post-order from the
-//! output, operands visited in slot order, computed with an explicit stack so
-//! that depth is limited only by memory. backward computes fresh pass
-//! adjoints, checks every contribution and every prospective stored gradient,
-//! and commits only when all checks passed, so a failed backward changes no bit
-//! of any stored gradient.
+//! output, operands visited in slot order (section 7), computed with an
+//! explicit stack so that depth is limited only by memory, and with visit
+//! marks of a generation counter instead of a hash set. backward computes
+//! fresh pass adjoints in one reverse sweep of that order, checks every
+//! contribution, every pass adjoint and every prospective stored gradient,
+//! and commits only when all checks passed, so a failed backward changes no
+//! bit of any stored gradient (section 5). Every buffer lives on the tape and
+//! is reused, so a pass allocates nothing unless it records.
+//!
+//! The pass record is built on demand. The fast path ([`Scalar::backward`])
+//! walks only tracked nodes: an untracked node's operands are untracked, its
+//! upstream is 0.0 and its edges change nothing and cannot fail, so leaving
+//! it out keeps the order of the tracked nodes, every check and every bit of
+//! the result. The recorded path ([`Scalar::backward_recorded`]) walks every
+//! reachable node, as the record lists them all.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::error::Error;
+use crate::error::{Error, NodeInfo};
 use crate::record::{EdgeRecord, NodeRecord, PassRecord};
 use crate::scalar::Scalar;
+use crate::tape::{Link, NodeId, TapeData};
 
-/// Source of walk ids: each topological walk marks the nodes it visits with a
-/// fresh id, so "visited" is one comparison instead of a hash-set lookup.
-static NEXT_WALK: AtomicU64 = AtomicU64::new(1);
+/// The node `id` as an error names it.
+fn info(links: &[Link], values: &[f64], id: u32) -> NodeInfo {
+    NodeInfo {
+        id: NodeId(id),
+        operation: links[id as usize].operation,
+        value: values[id as usize],
+    }
+}
+
+impl TapeData {
+    /// The node `id` as an error names it.
+    pub(crate) fn info(&self, id: u32) -> NodeInfo {
+        info(&self.links, &self.values, id)
+    }
+
+    /// Fill the order (`scratch.walk[..scratch.order_len]`) with the canonical
+    /// order from `output`; with `untracked` false, untracked operands are not
+    /// entered. With `fresh_adjoints`, each node's pass adjoint is set to 0.0
+    /// as it joins the order (backward's fresh pass adjoints, in the same
+    /// visit that already has the node in cache).
+    pub(crate) fn walk(&mut self, output: u32, untracked: bool, fresh_adjoints: bool) {
+        let size = self.len();
+        let TapeData {
+            links: nodes,
+            scratch,
+            ..
+        } = self;
+        if scratch.walk.len() < size {
+            scratch.walk.resize(size, 0);
+        }
+        if fresh_adjoints && scratch.adjoint.len() < size {
+            scratch.adjoint.resize(size, 0.0);
+        }
+        // New nodes get mark 0, which no walk's generation is.
+        scratch.marks.resize(size, 0);
+        scratch.generation = scratch.generation.wrapping_add(1);
+        if scratch.generation == 0 {
+            // Wrapped: forget every old mark once every 255 walks.
+            scratch.marks.fill(0);
+            scratch.generation = 1;
+        }
+        let generation = scratch.generation;
+        let marks = &mut scratch.marks;
+        let buffer = &mut scratch.walk;
+        let adjoint = &mut scratch.adjoint;
+        // The order grows up from 0, the stack down from `size`: every node is
+        // pushed once, when first entered, and moves to the order when popped,
+        // so the two never meet.
+        let mut order_len = 0;
+        let mut top = size - 1;
+        buffer[top] = output;
+        marks[output as usize] = generation;
+        while top < size {
+            let id = buffer[top];
+            let node = &mut nodes[id as usize];
+            if node.slot < node.arity {
+                let slot = node.slot as usize;
+                let operand = node.operands[slot];
+                node.slot += 1;
+                // The child's flags say whether the operand is tracked: an
+                // untracked operand is skipped without reading it.
+                if (untracked || node.operand_tracked(slot))
+                    && marks[operand as usize] != generation
+                {
+                    marks[operand as usize] = generation;
+                    top -= 1;
+                    buffer[top] = operand;
+                }
+            } else {
+                node.slot = 0;
+                if fresh_adjoints {
+                    adjoint[id as usize] = 0.0;
+                }
+                top += 1;
+                buffer[order_len] = id;
+                order_len += 1;
+            }
+        }
+        scratch.order_len = order_len;
+    }
+
+    /// One backward pass from `output`; the record is built only when `RECORD`.
+    pub(crate) fn backward<const RECORD: bool>(
+        &mut self,
+        output: u32,
+        seed: f64,
+    ) -> Result<Option<PassRecord>, Error> {
+        let out = &self.links[output as usize];
+        if !out.tracked() {
+            return Err(Error::UntrackedOutput {
+                operation: out.operation,
+            });
+        }
+        if !seed.is_finite() {
+            return Err(Error::NonFiniteSeed { seed });
+        }
+        // Fresh pass adjoints: 0.0 for every reachable node (set by the walk),
+        // the seed for the output. Untracked nodes' entries stay 0.0, which is
+        // also their upstream.
+        self.walk(output, RECORD, true);
+        let TapeData {
+            links,
+            values,
+            local_derivatives,
+            grads,
+            scratch,
+        } = &mut *self;
+        let order = &scratch.walk[..scratch.order_len];
+        let adjoint = &mut scratch.adjoint;
+        adjoint[output as usize] = seed;
+        let mut edges = Vec::new();
+        if RECORD {
+            edges.reserve(
+                order
+                    .iter()
+                    .map(|&id| links[id as usize].arity as usize)
+                    .sum(),
+            );
+        }
+        // The first node, in topology order, whose stored gradient plus its pass
+        // adjoint is not finite. A node's pass adjoint is final when the reverse
+        // sweep reaches it (its consumers come later in the order), so the check
+        // is made there; the sweep meets the nodes in reverse, so the last
+        // failure it meets is the first in topology order. It is reported only
+        // after the whole sweep, whose errors come first (docs/contract.md section 5).
+        let mut accumulated_failure = None;
+        for &child in order.iter().rev() {
+            let node = &links[child as usize];
+            let upstream = adjoint[child as usize];
+            // On the fast path every node of the order is tracked.
+            if (!RECORD || node.tracked()) && !(grads[child as usize] + upstream).is_finite() {
+                accumulated_failure = Some(child);
+            }
+            let locals = &local_derivatives[child as usize][..node.arity as usize];
+            for (slot, &local_derivative) in locals.iter().enumerate() {
+                let parent = node.operands[slot];
+                let contribution = upstream * local_derivative;
+                if !contribution.is_finite() {
+                    return Err(Error::NonFiniteContribution {
+                        child: info(links, values, child),
+                        parent: info(links, values, parent),
+                        operand: slot,
+                        upstream,
+                        local_derivative,
+                    });
+                }
+                let parent_tracked = node.operand_tracked(slot);
+                let mut around = (None, None);
+                if parent_tracked {
+                    let before = adjoint[parent as usize];
+                    let after = before + contribution;
+                    if !after.is_finite() {
+                        return Err(Error::NonFinitePassAdjoint {
+                            node: info(links, values, parent),
+                            previous: before,
+                            contribution,
+                        });
+                    }
+                    adjoint[parent as usize] = after;
+                    around = (Some(before), Some(after));
+                }
+                if RECORD {
+                    edges.push(EdgeRecord {
+                        child: NodeId(child),
+                        parent: NodeId(parent),
+                        operand: slot,
+                        local_derivative,
+                        upstream,
+                        contribution,
+                        parent_tracked,
+                        before: around.0,
+                        after: around.1,
+                    });
+                }
+            }
+        }
+        if let Some(id) = accumulated_failure {
+            return Err(Error::NonFiniteAccumulatedGradient {
+                node: info(links, values, id),
+                stored: grads[id as usize],
+                pass_adjoint: adjoint[id as usize],
+            });
+        }
+        // Every check passed: commit (the same sums, so the same bits as checked).
+        for &id in order {
+            if !RECORD || links[id as usize].tracked() {
+                grads[id as usize] += adjoint[id as usize];
+            }
+        }
+        if !RECORD {
+            return Ok(None);
+        }
+        let nodes = order
+            .iter()
+            .map(|&id| {
+                let link = &links[id as usize];
+                let tracked = link.tracked();
+                NodeRecord {
+                    node: NodeId(id),
+                    operation: link.operation,
+                    value: values[id as usize],
+                    tracked,
+                    pass_adjoint: tracked.then_some(adjoint[id as usize]),
+                    stored_gradient: tracked.then_some(grads[id as usize]),
+                }
+            })
+            .collect();
+        Ok(Some(PassRecord { seed, nodes, edges }))
+    }
+
+    /// Zero the stored gradient of every tracked node reachable from `output`.
+    pub(crate) fn zero_grad(&mut self, output: u32) {
+        // Tracked nodes are reachable through tracked nodes only (an untracked
+        // node's operands are untracked), so the tracked walk finds them all.
+        self.walk(output, false, false);
+        let TapeData {
+            links,
+            grads,
+            scratch,
+            ..
+        } = self;
+        for &id in &scratch.walk[..scratch.order_len] {
+            if links[id as usize].tracked() {
+                grads[id as usize] = 0.0;
+            }
+        }
+    }
+}
 
 /// Every node reachable from `output`, each once, operands before results, output last.
 ///
-/// The canonical order: depth-first post-order from the output, operands
-/// visited in slot order. Iterative. As a side effect each node's `topo_index`
-/// is its position in the returned order (valid until the next walk).
+/// The canonical order (docs/contract.md section 7): depth-first post-order
+/// from the output, operands visited in slot order. Iterative.
 pub fn topology(output: &Scalar) -> Vec<Scalar> {
-    let walk = NEXT_WALK.fetch_add(1, Ordering::Relaxed);
-    let mut order: Vec<Scalar> = Vec::new();
-    // The stack holds (node, next operand slot to visit).
-    let mut stack: Vec<(Scalar, usize)> = vec![(output.clone(), 0)];
-    output.0.visit_mark.set(walk);
-    while let Some((node, slot)) = stack.last_mut() {
-        let current = &node.0;
-        if *slot < current.arity as usize {
-            let operand = current.operands[*slot].clone();
-            *slot += 1;
-            if let Some(operand) = operand {
-                if operand.0.visit_mark.get() != walk {
-                    operand.0.visit_mark.set(walk);
-                    stack.push((operand, 0));
-                }
-            }
-        } else {
-            let (node, _) = stack.pop().expect("the stack is not empty");
-            node.0.topo_index.set(order.len());
-            order.push(node);
-        }
-    }
-    order
+    let ids = {
+        let mut tape = output.tape.0.borrow_mut();
+        tape.walk(output.id.0, true, false);
+        tape.scratch.walk[..tape.scratch.order_len].to_vec()
+    };
+    ids.into_iter()
+        .map(|id| Scalar {
+            tape: output.tape.clone(),
+            id: NodeId(id),
+        })
+        .collect()
 }
 
 impl Scalar {
     /// Run one backward pass from this node with seed 1.0; see [`Scalar::backward_with_seed`].
-    pub fn backward(&self) -> Result<PassRecord, Error> {
+    pub fn backward(&self) -> Result<(), Error> {
         self.backward_with_seed(1.0)
     }
 
@@ -59,149 +280,52 @@ impl Scalar {
     /// Fails with `UntrackedOutput` (checked first), `NonFiniteSeed`,
     /// `NonFiniteContribution`, `NonFinitePassAdjoint` or
     /// `NonFiniteAccumulatedGradient`; when it fails, no stored gradient has
-    /// changed. Returns the pass record.
-    pub fn backward_with_seed(&self, seed: f64) -> Result<PassRecord, Error> {
-        if !self.tracks_gradient() {
-            return Err(Error::UntrackedOutput {
-                operation: self.operation(),
-            });
-        }
-        if !seed.is_finite() {
-            return Err(Error::NonFiniteSeed { seed });
-        }
-        let topo = topology(self);
-        // Fresh pass adjoints: 0.0 for every tracked node, the seed for the output.
-        // Untracked nodes' entries stay 0.0, which is also their upstream.
-        let mut pass = vec![0.0f64; topo.len()];
-        let last = topo.len() - 1;
-        pass[last] = seed;
-        let edge_count = topo.iter().map(|node| node.0.arity as usize).sum();
-        let mut edges: Vec<EdgeRecord> = Vec::with_capacity(edge_count);
-        for child_index in (0..topo.len()).rev() {
-            let child = &topo[child_index];
-            let upstream = pass[child_index];
-            for (operand, (parent, local_derivative)) in child.operand_edges().enumerate() {
-                let contribution = upstream * local_derivative;
-                if !contribution.is_finite() {
-                    return Err(Error::NonFiniteContribution {
-                        child: child.clone(),
-                        parent: parent.clone(),
-                        operand,
-                        upstream,
-                        local_derivative,
-                    });
-                }
-                let parent_tracked = parent.tracks_gradient();
-                let (before, after) = if parent_tracked {
-                    let parent_index = parent.0.topo_index.get();
-                    let before = pass[parent_index];
-                    let after = before + contribution;
-                    if !after.is_finite() {
-                        return Err(Error::NonFinitePassAdjoint {
-                            node: parent.clone(),
-                            previous: before,
-                            contribution,
-                        });
-                    }
-                    pass[parent_index] = after;
-                    (Some(before), Some(after))
-                } else {
-                    (None, None)
-                };
-                edges.push(EdgeRecord {
-                    child: child.clone(),
-                    parent: parent.clone(),
-                    operand,
-                    local_derivative,
-                    upstream,
-                    contribution,
-                    parent_tracked,
-                    before,
-                    after,
-                });
-            }
-        }
-        // Prospective stored gradients, checked before anything is committed.
-        let mut prospective: Vec<Option<f64>> = Vec::with_capacity(topo.len());
-        for (node, &pass_adjoint) in topo.iter().zip(&pass) {
-            if !node.tracks_gradient() {
-                prospective.push(None);
-                continue;
-            }
-            let stored = node.0.grad.get();
-            let total = stored + pass_adjoint;
-            if !total.is_finite() {
-                return Err(Error::NonFiniteAccumulatedGradient {
-                    node: node.clone(),
-                    stored,
-                    pass_adjoint,
-                });
-            }
-            prospective.push(Some(total));
-        }
-        // Every check passed: commit.
-        for (node, total) in topo.iter().zip(&prospective) {
-            if let Some(total) = total {
-                node.0.grad.set(*total);
-            }
-        }
-        let nodes = topo
-            .into_iter()
-            .zip(pass)
-            .zip(prospective)
-            .map(|((node, pass_adjoint), stored_gradient)| {
-                let tracked = node.tracks_gradient();
-                NodeRecord {
-                    operation: node.operation(),
-                    value: node.value(),
-                    tracked,
-                    pass_adjoint: tracked.then_some(pass_adjoint),
-                    stored_gradient,
-                    node,
-                }
-            })
-            .collect();
-        Ok(PassRecord { seed, nodes, edges })
+    /// changed. Builds no pass record and, once the tape's buffers have grown
+    /// to its size, allocates nothing.
+    pub fn backward_with_seed(&self, seed: f64) -> Result<(), Error> {
+        self.tape
+            .0
+            .borrow_mut()
+            .backward::<false>(self.id.0, seed)
+            .map(drop)
+    }
+
+    /// [`Scalar::backward_with_seed`], returning the pass record (docs/contract.md section 5).
+    ///
+    /// Same checks, same order, same stored gradients: only the record is extra.
+    pub fn backward_recorded(&self, seed: f64) -> Result<PassRecord, Error> {
+        let record = self.tape.0.borrow_mut().backward::<true>(self.id.0, seed)?;
+        Ok(record.expect("a recorded pass returns its record"))
     }
 
     /// Set the stored gradient of every tracked node reachable from this node to 0.0.
     ///
     /// Values, edges and unreachable nodes are untouched.
     pub fn zero_grad(&self) {
-        for node in topology(self) {
-            if node.tracks_gradient() {
-                node.0.grad.set(0.0);
-            }
-        }
+        self.tape.0.borrow_mut().zero_grad(self.id.0);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn v(value: f64) -> Scalar {
-        Scalar::variable(value).unwrap()
-    }
+    use crate::Tape;
 
     #[test]
     fn topology_is_depth_first_post_order_in_slot_order() {
-        let a = v(1.0);
-        let b = v(2.0);
+        let tape = Tape::new();
+        let a = tape.variable(1.0).unwrap();
+        let b = tape.variable(2.0).unwrap();
         let ab = a.mul(&b).unwrap();
         let out = b.add(&ab).unwrap();
-        let order = topology(&out);
-        let expected = [&b, &a, &ab, &out];
-        assert_eq!(order.len(), expected.len());
-        for (got, want) in order.iter().zip(expected) {
-            assert!(got.is_same_node(want));
-        }
+        assert_eq!(topology(&out), [b, a, ab, out]);
     }
 
     #[test]
     fn a_failed_backward_changes_no_stored_gradient() {
-        let big = v(1.0);
-        let k = Scalar::constant(1e308).unwrap();
+        let tape = Tape::new();
+        let big = tape.variable(1.0).unwrap();
+        let k = tape.constant(1e308).unwrap();
         let loss = big.mul(&k).unwrap();
         loss.backward().unwrap();
         let error = loss.backward().unwrap_err();
@@ -211,11 +335,52 @@ mod tests {
     }
 
     #[test]
+    fn the_first_overflowing_gradient_in_topology_order_is_reported() {
+        let tape = Tape::new();
+        let k = tape.constant(1e308).unwrap();
+        let a = tape.variable(1.0).unwrap();
+        let b = tape.variable(1.0).unwrap();
+        // Topology: a, k, a*k, b, b*k, loss: a comes first, though the sweep meets b first.
+        let loss = a.mul(&k).unwrap().sub(&b.mul(&k).unwrap()).unwrap();
+        loss.backward().unwrap();
+        for error in [
+            loss.backward().unwrap_err(),
+            loss.backward_recorded(1.0).unwrap_err(),
+        ] {
+            let Error::NonFiniteAccumulatedGradient { node, .. } = error else {
+                panic!("expected an accumulated-gradient error, got {error}");
+            };
+            assert_eq!(node.id, a.id());
+        }
+        assert_eq!((a.gradient(), b.gradient()), (Some(1e308), Some(-1e308)));
+    }
+
+    #[test]
+    fn a_sweep_error_met_after_an_accumulated_gradient_overflow_is_the_one_reported() {
+        let tape = Tape::new();
+        let x = tape.variable(1.0).unwrap();
+        let ten = tape.constant(10.0).unwrap();
+        let y = tape.variable(1.0).unwrap();
+        y.backward_with_seed(1.7e308).unwrap();
+        let p = x.mul(&ten).unwrap();
+        let loss = p.add(&y).unwrap();
+        // Reverse sweep: loss, y (1.7e308 + 1e308 overflows), p (1e308 * 10 overflows).
+        for error in [
+            loss.backward_with_seed(1e308).unwrap_err(),
+            loss.backward_recorded(1e308).unwrap_err(),
+        ] {
+            assert_eq!(error.kind(), "non-finite-contribution");
+        }
+        assert_eq!((x.gradient(), y.gradient()), (Some(0.0), Some(1.7e308)));
+    }
+
+    #[test]
     fn untracked_output_is_checked_before_the_seed() {
-        let c = Scalar::constant(1.0).unwrap();
+        let tape = Tape::new();
+        let c = tape.constant(1.0).unwrap();
         let error = c.backward_with_seed(f64::NAN).unwrap_err();
         assert_eq!(error.kind(), "untracked-output");
-        let x = v(1.0);
+        let x = tape.variable(1.0).unwrap();
         assert_eq!(
             x.backward_with_seed(f64::INFINITY).unwrap_err().kind(),
             "non-finite-seed"
@@ -223,8 +388,65 @@ mod tests {
     }
 
     #[test]
+    fn a_contribution_to_a_constant_is_still_checked_on_the_fast_path() {
+        let tape = Tape::new();
+        let x = tape.variable(1e300).unwrap();
+        let c = tape.constant(1.0).unwrap();
+        // Slot 0 is the constant: upstream 1e10 * local derivative 1e300 overflows.
+        let z = c.mul(&x).unwrap();
+        let error = z.backward_with_seed(1e10).unwrap_err();
+        let Error::NonFiniteContribution {
+            parent, operand, ..
+        } = &error
+        else {
+            panic!("expected a contribution error, got {error}");
+        };
+        assert_eq!((parent.id, *operand), (c.id(), 0));
+        let recorded = z.backward_recorded(1e10).unwrap_err();
+        assert_eq!(error.to_string(), recorded.to_string());
+        assert_eq!(x.gradient(), Some(0.0));
+    }
+
+    #[test]
+    fn the_fast_and_the_recorded_pass_commit_the_same_gradients() {
+        let tape = Tape::new();
+        let x = tape.variable(0.3).unwrap();
+        let c = tape.constant(2.5).unwrap();
+        let y = x
+            .mul(&c)
+            .unwrap()
+            .tanh()
+            .unwrap()
+            .add(&x.mul(&x).unwrap())
+            .unwrap();
+        y.backward().unwrap();
+        let fast = x.gradient();
+        y.zero_grad();
+        let record = y.backward_recorded(1.0).unwrap();
+        assert_eq!(x.gradient(), fast);
+        assert_eq!(record.nodes.len(), topology(&y).len());
+        assert_eq!(record.nodes.last().map(|n| n.node), Some(y.id()));
+    }
+
+    #[test]
+    fn passes_stay_right_after_the_visit_marks_wrap() {
+        let tape = Tape::new();
+        let x = tape.variable(3.0).unwrap();
+        let mut y = x.mul(&x).unwrap();
+        // 600 walks wrap the one-byte generation twice; nodes keep being added between them.
+        for step in 0..300 {
+            y.zero_grad();
+            y.backward().unwrap();
+            assert_eq!(x.gradient(), Some(6.0 + f64::from(step)), "step {step}");
+            y = y.add(&x).unwrap();
+        }
+        assert_eq!(topology(&y).len(), 302);
+    }
+
+    #[test]
     fn zero_grad_leaves_unreachable_nodes_alone() {
-        let x = v(3.0);
+        let tape = Tape::new();
+        let x = tape.variable(3.0).unwrap();
         let y = x.mul(&x).unwrap();
         let other = x.neg().unwrap();
         y.backward().unwrap();

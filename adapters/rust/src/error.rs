@@ -3,14 +3,27 @@
 //! Every variant carries its fields, in the contract's order, and its
 //! [`Error::kind`] is the contract's kebab-case name, the same string the
 //! Python reference, the Go port and the wire protocol use. Fields that name a
-//! node (`child`, `parent`, `node`) hold the engine's [`Scalar`] handle; the
-//! program runner translates them to program ids. Returning an error never
+//! node (`child`, `parent`, `node`) hold a [`NodeInfo`]: the node's id on its
+//! tape with the operation and value a message quotes (the program runner
+//! translates the id to a program id). Returning an error never
 //! changes engine state: a failed creation creates no node, and a failed
 //! backward commits no stored gradient.
 
 use std::fmt;
 
-use crate::scalar::{Operation, Scalar};
+use crate::scalar::Operation;
+use crate::tape::NodeId;
+
+/// A node as an error names it: its id on its tape, its operation and its value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NodeInfo {
+    /// The node's position on its tape.
+    pub id: NodeId,
+    /// How the node was made.
+    pub operation: Operation,
+    /// Its forward value.
+    pub value: f64,
+}
 
 /// A contract error raised by a leaf constructor, an operation or backward.
 #[derive(Clone, Debug)]
@@ -51,9 +64,9 @@ pub enum Error {
     /// `upstream * local_derivative` overflowed (or was nan) on one operand edge.
     NonFiniteContribution {
         /// The node that consumed the operand.
-        child: Scalar,
+        child: NodeInfo,
         /// The operand node.
-        parent: Scalar,
+        parent: NodeInfo,
         /// The operand slot of the edge.
         operand: usize,
         /// The child's pass adjoint.
@@ -64,7 +77,7 @@ pub enum Error {
     /// Adding a contribution to a node's pass adjoint overflowed.
     NonFinitePassAdjoint {
         /// The node whose pass adjoint overflowed.
-        node: Scalar,
+        node: NodeInfo,
         /// Its pass adjoint before the contribution.
         previous: f64,
         /// The contribution that was added.
@@ -73,7 +86,7 @@ pub enum Error {
     /// Adding a pass adjoint to a node's stored gradient would overflow.
     NonFiniteAccumulatedGradient {
         /// The node whose stored gradient would overflow.
-        node: Scalar,
+        node: NodeInfo,
         /// Its stored gradient, unchanged.
         stored: f64,
         /// This pass's adjoint for it.
@@ -110,15 +123,14 @@ impl Error {
 }
 
 /// A node as an error message shows it: its operation and value.
-struct Shown<'a>(&'a Scalar);
+struct Shown<'a>(&'a NodeInfo);
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} node (value {:?})",
-            self.0.operation(),
-            self.0.value()
+            "{} node #{} (value {:?})",
+            self.0.operation, self.0.id.0, self.0.value
         )
     }
 }
@@ -190,7 +202,7 @@ mod tests {
 
     #[test]
     fn display_quotes_the_bad_input() {
-        let error = Scalar::variable(f64::NEG_INFINITY).unwrap_err();
+        let error = crate::Tape::new().variable(f64::NEG_INFINITY).unwrap_err();
         assert_eq!(
             error.to_string(),
             "non-finite-leaf: variable(-inf): a leaf value must be finite"

@@ -15,35 +15,47 @@
 //! `gradients` holds the stored gradient of every tracked node the program has
 //! created so far, in creation order; nodes are named by program id everywhere.
 
-use std::collections::HashMap;
-
 use crate::error::Error;
 use crate::program::{Creation, Program, ProgramError, Step};
 use crate::record::PassRecord;
-use crate::scalar::{NodeKey, Scalar};
+use crate::scalar::{Operation, Scalar};
+use crate::tape::{NodeId, Tape};
 use crate::wire::Json;
 
 /// What one step did on the engine.
 #[derive(Debug)]
 pub enum Outcome {
     /// A creation step made this node.
-    Created(Scalar),
+    Created(NodeId),
     /// A creation step failed; no node exists for its id.
     CreationFailed(Error),
-    /// A backward step succeeded.
-    Backward(PassRecord),
+    /// A backward step succeeded, with its pass record when one was asked for.
+    Backward(Option<PassRecord>),
     /// A backward step failed; no stored gradient changed.
     BackwardFailed(Error),
     /// A zero_grad step ran.
     ZeroGrad,
 }
 
-/// The engine state of one running program: the node of every creation index
-/// (`None` where the creating step failed). Every run starts from a new graph.
+/// The engine state of one running program: one tape, and the node of every
+/// creation index. Every run starts from a new graph.
+///
+/// Each successful creation pushes one node, so until a creation fails the
+/// creation index *is* the node id and no map is kept; the first failure
+/// starts the map (`nodes`, with `NO_NODE` where the creating step failed).
 #[derive(Debug, Default)]
 pub struct Graph {
-    nodes: Vec<Option<Scalar>>,
+    tape: Tape,
+    /// Creation steps run so far.
+    created: usize,
+    /// Whether a creation has failed, so that `nodes` is the map.
+    mapped: bool,
+    nodes: Vec<u32>,
 }
+
+/// The entry of a creation index whose step failed; never a node id (a tape
+/// holds fewer than `u32::MAX` nodes), and 4 bytes where `Option` takes 8.
+const NO_NODE: u32 = u32::MAX;
 
 impl Graph {
     /// An empty graph.
@@ -51,18 +63,39 @@ impl Graph {
         Graph::default()
     }
 
-    /// The node of a creation index, if its creating step succeeded.
-    pub fn node(&self, index: usize) -> Option<&Scalar> {
-        self.nodes.get(index).and_then(Option::as_ref)
+    /// An empty graph whose tape has room for `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Graph {
+        Graph {
+            tape: Tape::with_capacity(nodes),
+            ..Graph::default()
+        }
     }
 
-    fn lookup(
-        &self,
-        program: &Program,
-        index: usize,
-        step: usize,
-    ) -> Result<&Scalar, ProgramError> {
-        self.node(index).ok_or_else(|| {
+    /// The tape every node of the program lives on.
+    pub fn tape(&self) -> &Tape {
+        &self.tape
+    }
+
+    /// The node of a creation index, if its creating step succeeded.
+    pub fn node(&self, index: usize) -> Option<Scalar> {
+        self.id(index).map(|id| self.tape.scalar(id))
+    }
+
+    #[inline]
+    fn id(&self, index: usize) -> Option<NodeId> {
+        if !self.mapped {
+            return (index < self.created).then_some(NodeId(index as u32));
+        }
+        self.nodes
+            .get(index)
+            .copied()
+            .filter(|&id| id != NO_NODE)
+            .map(NodeId)
+    }
+
+    #[inline]
+    fn lookup(&self, program: &Program, index: usize, step: usize) -> Result<NodeId, ProgramError> {
+        self.id(index).ok_or_else(|| {
             ProgramError(format!(
                 "step {step}: id {:?} was never created (its creating step failed)",
                 program.ids.get(index).map_or("?", String::as_str)
@@ -70,132 +103,173 @@ impl Graph {
         })
     }
 
-    /// Run step number `step_index` of `program` on the engine.
+    /// Run step number `step_index` of `program` on the engine; a backward step
+    /// builds its pass record only when `record` is true.
     ///
     /// Fails only when the step names a node whose creating step failed.
+    #[inline]
     pub fn execute(
         &mut self,
         program: &Program,
         step_index: usize,
+        record: bool,
     ) -> Result<Outcome, ProgramError> {
         match &program.steps[step_index] {
             Step::Create { creation, .. } => {
                 let created = match creation {
-                    Creation::Variable(value) => Scalar::variable(*value),
-                    Creation::Constant(value) => Scalar::constant(*value),
-                    Creation::Detach(arg) => Ok(self.lookup(program, *arg, step_index)?.detach()),
+                    Creation::Variable(value) => {
+                        self.tape.0.borrow_mut().leaf(*value, Operation::Variable)
+                    }
+                    Creation::Constant(value) => {
+                        self.tape.0.borrow_mut().leaf(*value, Operation::Constant)
+                    }
+                    Creation::Detach(arg) => {
+                        let arg = self.lookup(program, *arg, step_index)?;
+                        Ok(self.tape.0.borrow_mut().detach(arg))
+                    }
                     Creation::Apply { op, args, exponent } => {
                         // At most two operands: no allocation per step.
                         let first = self.lookup(program, args[0], step_index)?;
-                        match args.get(1) {
-                            Some(&second) => {
-                                let second = self.lookup(program, second, step_index)?;
-                                Scalar::apply(*op, &[first, second], *exponent)
-                            }
-                            None => Scalar::apply(*op, &[first], *exponent),
+                        let mut tape = self.tape.0.borrow_mut();
+                        if op.op().arity == 2 {
+                            let second = self.lookup(program, args[1], step_index)?;
+                            tape.apply(*op, &[first, second], *exponent)
+                        } else {
+                            tape.apply(*op, &[first], *exponent)
                         }
                     }
                 };
+                if created.is_err() && !self.mapped {
+                    // The first failure: from here on creation index and node id differ.
+                    self.nodes = (0..self.created as u32).collect();
+                    self.mapped = true;
+                }
+                self.created += 1;
                 Ok(match created {
-                    Ok(node) => {
-                        self.nodes.push(Some(node.clone()));
-                        Outcome::Created(node)
+                    Ok(id) => {
+                        if self.mapped {
+                            self.nodes.push(id.0);
+                        }
+                        Outcome::Created(id)
                     }
                     Err(error) => {
-                        self.nodes.push(None);
+                        self.nodes.push(NO_NODE);
                         Outcome::CreationFailed(error)
                     }
                 })
             }
             Step::Backward { output, seed } => {
-                let output = self.lookup(program, *output, step_index)?;
-                Ok(match output.backward_with_seed(seed.unwrap_or(1.0)) {
+                let output = self.lookup(program, *output, step_index)?.0;
+                let seed = seed.unwrap_or(1.0);
+                let mut tape = self.tape.0.borrow_mut();
+                let result = if record {
+                    tape.backward::<true>(output, seed)
+                } else {
+                    tape.backward::<false>(output, seed)
+                };
+                Ok(match result {
                     Ok(record) => Outcome::Backward(record),
                     Err(error) => Outcome::BackwardFailed(error),
                 })
             }
             Step::ZeroGrad { output } => {
-                self.lookup(program, *output, step_index)?.zero_grad();
+                let output = self.lookup(program, *output, step_index)?.0;
+                self.tape.0.borrow_mut().zero_grad(output);
                 Ok(Outcome::ZeroGrad)
             }
         }
     }
 }
 
+/// The program id of every node on a program's tape, by node id.
+///
+/// Each successful creation step pushes exactly one node, so the node ids are
+/// the successful creations in order and the map is a plain vector.
+#[derive(Debug, Default)]
+pub struct Names(Vec<usize>);
+
+impl Names {
+    fn id(&self, node: NodeId, program: &Program) -> Json {
+        // Every node an error or record names was created by this program.
+        Json::Str(
+            self.0
+                .get(node.index())
+                .map_or_else(|| "?".to_string(), |&index| program.ids[index].clone()),
+        )
+    }
+}
+
 /// Execute `program` on a fresh graph and return one observation per step.
 ///
 /// `record_pass` adds the pass record to each successful backward's observation
-/// (for an adapter that declares `trace` or `order`). Fails when a step names a
-/// node whose creating step failed.
+/// (for an adapter that declares `trace` or `order`); without it backward takes
+/// the fast path and builds none. Fails when a step names a node whose
+/// creating step failed.
 pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, ProgramError> {
     let mut graph = Graph::new();
-    let mut names: HashMap<NodeKey, usize> = HashMap::new();
+    let mut names = Names::default();
     // Tracked nodes in creation order, for the gradients map.
-    let mut tracked: Vec<(usize, Scalar)> = Vec::new();
+    let mut tracked: Vec<(usize, NodeId)> = Vec::new();
     let mut observations = Vec::with_capacity(program.steps.len());
     for step_index in 0..program.steps.len() {
-        let observation = match graph.execute(program, step_index)? {
+        let observation = match graph.execute(program, step_index, record_pass)? {
             Outcome::Created(node) => {
                 let Step::Create { index, .. } = &program.steps[step_index] else {
                     unreachable!("only creation steps create nodes")
                 };
+                let tape = graph.tape.0.borrow();
+                let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
-                    ("value", Json::Float(node.value())),
-                    ("tracked", Json::Bool(node.tracks_gradient())),
+                    ("value", Json::Float(tape.values[node.index()])),
+                    ("tracked", Json::Bool(tracked_node)),
                 ]);
-                if node.tracks_gradient() {
-                    tracked.push((*index, node.clone()));
+                if tracked_node {
+                    tracked.push((*index, node));
                 }
-                names.insert(node.node_key(), *index);
+                names.0.push(*index);
                 observation
             }
             Outcome::CreationFailed(error) => {
                 Json::object([("error", error_to_json(&error, &names, program))])
             }
             Outcome::Backward(record) => {
-                let mut fields = vec![("gradients", gradients(&tracked, program))];
-                if record_pass {
+                let mut fields = vec![("gradients", gradients(&graph, &tracked, program))];
+                if let Some(record) = record {
                     fields.push(("pass", pass_to_json(&record, &names, program)));
                 }
                 Json::object(fields)
             }
             Outcome::BackwardFailed(error) => Json::object([
                 ("error", error_to_json(&error, &names, program)),
-                ("gradients", gradients(&tracked, program)),
+                ("gradients", gradients(&graph, &tracked, program)),
             ]),
-            Outcome::ZeroGrad => Json::object([("gradients", gradients(&tracked, program))]),
+            Outcome::ZeroGrad => {
+                Json::object([("gradients", gradients(&graph, &tracked, program))])
+            }
         };
         observations.push(observation);
     }
     Ok(observations)
 }
 
-fn gradients(tracked: &[(usize, Scalar)], program: &Program) -> Json {
+fn gradients(graph: &Graph, tracked: &[(usize, NodeId)], program: &Program) -> Json {
+    let tape = graph.tape.0.borrow();
     Json::Object(
         tracked
             .iter()
-            .map(|(index, node)| {
+            .map(|&(index, node)| {
                 (
-                    program.ids[*index].clone(),
-                    Json::optional_float(node.gradient()),
+                    program.ids[index].clone(),
+                    Json::optional_float(tape.gradient(node)),
                 )
             })
             .collect(),
     )
 }
 
-fn id_of(node: &Scalar, names: &HashMap<NodeKey, usize>, program: &Program) -> Json {
-    // Every node an error or record names was created by this program.
-    Json::Str(
-        names
-            .get(&node.node_key())
-            .map_or_else(|| "?".to_string(), |&index| program.ids[index].clone()),
-    )
-}
-
 /// The error as wire data: its kind, then its fields with nodes named by program id.
-pub fn error_to_json(error: &Error, names: &HashMap<NodeKey, usize>, program: &Program) -> Json {
-    let id = |node: &Scalar| id_of(node, names, program);
+pub fn error_to_json(error: &Error, names: &Names, program: &Program) -> Json {
+    let id = |node: &crate::NodeInfo| names.id(node.id, program);
     let operation = |operation: &crate::Operation| Json::Str(operation.name().to_string());
     let mut fields = vec![("kind", Json::Str(error.kind().to_string()))];
     match error {
@@ -256,12 +330,8 @@ pub fn error_to_json(error: &Error, names: &HashMap<NodeKey, usize>, program: &P
 }
 
 /// The pass record as wire data, nodes in topology order, edges in processing order.
-pub fn pass_to_json(
-    record: &PassRecord,
-    names: &HashMap<NodeKey, usize>,
-    program: &Program,
-) -> Json {
-    let id = |node: &Scalar| id_of(node, names, program);
+pub fn pass_to_json(record: &PassRecord, names: &Names, program: &Program) -> Json {
+    let id = |node: &NodeId| names.id(*node, program);
     let nodes = record
         .nodes
         .iter()
@@ -336,6 +406,30 @@ mod tests {
         assert_eq!(
             error.0,
             "step 1: id \"x\" was never created (its creating step failed)"
+        );
+    }
+
+    #[test]
+    fn nodes_created_after_a_failed_creation_keep_their_ids() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"bad","op":"variable","value":"nan"},
+            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","args":["x","c"]},
+            {"op":"backward","output":"y"}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                r#"{"gradients":{"x":3.0,"y":1.0},"pass":{"seed":1.0,"nodes":[{"node":"x","#
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"node":"c","operation":"constant","value":3.0"#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"child":"y","parent":"c","operand":1,"#),
+            "{out}"
         );
     }
 

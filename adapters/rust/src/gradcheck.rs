@@ -8,6 +8,7 @@
 
 use crate::error::Error;
 use crate::scalar::Scalar;
+use crate::tape::Tape;
 
 /// The default finite-difference step, 2^-20.
 pub const DEFAULT_STEP: f64 = 1.0 / 1_048_576.0;
@@ -56,17 +57,20 @@ pub fn gradcheck_with<F>(
 where
     F: Fn(&[Scalar]) -> Result<Scalar, Error>,
 {
+    let tape = Tape::new();
     let leaves = inputs
         .iter()
-        .map(|&x| Scalar::variable(x))
+        .map(|&x| tape.variable(x))
         .collect::<Result<Vec<_>, _>>()?;
     f(&leaves)?.backward()?;
     let value_at = |index: usize, shifted: f64| -> Result<f64, Error> {
+        // A fresh tape per evaluation, so the differences do not grow the first one.
+        let tape = Tape::new();
         let mut args = inputs
             .iter()
-            .map(|&v| Scalar::constant(v))
+            .map(|&v| tape.constant(v))
             .collect::<Result<Vec<_>, _>>()?;
-        args[index] = Scalar::constant(shifted)?;
+        args[index] = tape.constant(shifted)?;
         Ok(f(&args)?.value())
     };
     let mut results = Vec::with_capacity(inputs.len());

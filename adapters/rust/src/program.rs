@@ -38,8 +38,10 @@ pub enum Creation {
     Apply {
         /// The operation.
         op: OpKind,
-        /// Operand nodes in slot order.
-        args: Vec<usize>,
+        /// Operand nodes in slot order: the first `op.arity()` entries (a unary
+        /// op repeats its operand in the unused slot). Inline, not a `Vec`, so
+        /// running a step reads no second allocation.
+        args: [usize; 2],
         /// pow's finite constant exponent.
         exponent: Option<f64>,
     },
@@ -48,10 +50,8 @@ pub enum Creation {
 /// One program step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Create the node with creation index `index`, named `id`.
+    /// Create the node with creation index `index` (its id is `Program::ids[index]`).
     Create {
-        /// The node's program id.
-        id: String,
         /// Its creation index.
         index: usize,
         /// How it is made.
@@ -119,10 +119,10 @@ pub fn parse_program(raw: &Value, source: &str) -> Result<Program, ProgramError>
     let mut program = Program::default();
     let mut known: HashMap<String, usize> = HashMap::new();
     for (index, item) in items.iter().enumerate() {
-        let step = parse_step(item, &format!("{source}: step {index}"), &known)?;
-        if let Step::Create { id, index, .. } = &step {
+        let (step, id) = parse_step(item, &format!("{source}: step {index}"), &known)?;
+        if let (Step::Create { index, .. }, Some(id)) = (&step, id) {
             known.insert(id.clone(), *index);
-            program.ids.push(id.clone());
+            program.ids.push(id);
         }
         program.steps.push(step);
     }
@@ -143,7 +143,7 @@ fn parse_step(
     item: &Value,
     where_: &str,
     known: &HashMap<String, usize>,
-) -> Result<Step, ProgramError> {
+) -> Result<(Step, Option<String>), ProgramError> {
     let Value::Object(fields) = item else {
         return Err(ProgramError(format!(
             "{where_}: a step must be an object, got {item}"
@@ -189,13 +189,13 @@ fn parse_step(
     if op == "backward" || op == "zero_grad" {
         let output = name(fields, "output", op, where_, known)?;
         if op == "zero_grad" {
-            return Ok(Step::ZeroGrad { output });
+            return Ok((Step::ZeroGrad { output }, None));
         }
         let seed = match fields.get("seed") {
             Some(_) => Some(number(fields, "seed", where_)?),
             None => None,
         };
-        return Ok(Step::Backward { output, seed });
+        return Ok((Step::Backward { output, seed }, None));
     }
     let id = match fields.get("id") {
         Some(Value::String(id)) if !id.is_empty() => id.clone(),
@@ -257,18 +257,14 @@ fn parse_step(
                     };
                     Creation::Apply {
                         op: op_kind,
-                        args: operands,
+                        args: [operands[0], *operands.last().unwrap_or(&operands[0])],
                         exponent,
                     }
                 }
             }
         }
     };
-    Ok(Step::Create {
-        id,
-        index,
-        creation,
-    })
+    Ok((Step::Create { index, creation }, Some(id)))
 }
 
 fn name(

@@ -1,16 +1,19 @@
 //! The pass record: what one backward call computed, node by node and edge by edge.
 //!
-//! [`Scalar::backward`](crate::Scalar::backward) returns a [`PassRecord`]
-//! (docs/contract.md section 5, "The pass record"). Node fields hold [`Scalar`] handles; the program
-//! runner names them by program id.
+//! [`Scalar::backward_recorded`](crate::Scalar::backward_recorded) returns a [`PassRecord`]
+//! (docs/contract.md section 5, "The pass record") when it is asked for one:
+//! [`Scalar::backward`](crate::Scalar::backward), the fast path, builds none.
+//! Nodes are named by [`NodeId`], plain numbers, so a record holds no pointer
+//! into the graph; the program runner names them by program id.
 
-use crate::scalar::{Operation, Scalar};
+use crate::scalar::Operation;
+use crate::tape::NodeId;
 
 /// One node of the topology: its pass adjoint and its stored gradient after commit.
 #[derive(Clone, Debug)]
 pub struct NodeRecord {
     /// The node.
-    pub node: Scalar,
+    pub node: NodeId,
     /// How it was made.
     pub operation: Operation,
     /// Its forward value.
@@ -32,9 +35,9 @@ pub struct NodeRecord {
 #[derive(Clone, Debug)]
 pub struct EdgeRecord {
     /// The node that consumed the operand.
-    pub child: Scalar,
+    pub child: NodeId,
     /// The operand node.
-    pub parent: Scalar,
+    pub parent: NodeId,
     /// The operand slot.
     pub operand: usize,
     /// The edge's local derivative.
@@ -51,7 +54,7 @@ pub struct EdgeRecord {
     pub after: Option<f64>,
 }
 
-/// A successful backward pass: the seed, nodes in topology order, edges in processing order.
+/// A successful recorded backward pass: the seed, nodes in topology order, edges in processing order.
 #[derive(Clone, Debug)]
 pub struct PassRecord {
     /// The seed (the output's pass adjoint).

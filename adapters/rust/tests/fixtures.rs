@@ -503,3 +503,37 @@ fn a_wrong_observation_is_reported_with_its_step_and_field() {
         ]
     );
 }
+
+#[test]
+fn backward_without_a_record_observes_every_fixture_bit_for_bit_like_the_recorded_pass() {
+    // The fast path (no pass record, only tracked nodes walked) must give the
+    // same values, gradients and errors, to the bit, as the recorded pass.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut files = Vec::new();
+    fixture_files(&root, &mut files);
+    let mut differences = Vec::new();
+    let mut backward_steps = 0;
+    for path in &files {
+        let fixture = parse(&fs::read_to_string(path).expect("a readable fixture")).expect("JSON");
+        let id = path.display().to_string();
+        let program = parse_program(&fixture["program"], &id).expect("a valid program");
+        let fast = run_program(&program, false).expect("the program runs");
+        let recorded = run_program(&program, true).expect("the program runs");
+        for (step, (fast, recorded)) in fast.iter().zip(&recorded).enumerate() {
+            let mut recorded = parse(&recorded.to_string()).expect("JSON");
+            if let Some(fields) = recorded.as_object_mut() {
+                backward_steps += usize::from(fields.remove("pass").is_some());
+            }
+            let fast = parse(&fast.to_string()).expect("JSON");
+            // Numbers compare as their text (arbitrary_precision): -0.0 differs from 0.0.
+            if fast != recorded {
+                differences.push(format!("{id} step {step}: {fast} != {recorded}"));
+            }
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert!(
+        backward_steps > 80,
+        "only {backward_steps} recorded backward steps"
+    );
+}

@@ -2,12 +2,14 @@
 //!
 //! PROGRAM.json is a JSON array of program steps, the same form as the
 //! protocol's `run.program`. Parsing is not timed. The program runs on the
-//! engine without building observations; the graph and the pass records are
-//! kept alive until the timing ends, so their drop is not timed either. Prints
-//! one JSON line:
-//! `{"engine":"rust-scalar","nodes":N,"forward_seconds":f,"backward_seconds":b}`,
+//! engine without building observations or pass records (backward's fast
+//! path, as in training); the graph is kept alive until the timing ends, so
+//! its drop is not timed either. Prints one JSON line:
+//! `{"engine":"rust-scalar","nodes":N,"forward_seconds":f,"backward_seconds":b,"rss_delta_bytes":m}`,
 //! where N is the number of nodes the program created, forward the time spent
-//! in creation steps and backward the time spent in backward and zero_grad steps.
+//! in creation steps, backward the time spent in backward and zero_grad steps,
+//! and m the growth of the resident set over the run (the graph and the
+//! engine's buffers, still alive), read from /proc/self/status (0 elsewhere).
 //! Exits 2 on a usage or program error, 1 when a step names a node whose
 //! creating step failed.
 
@@ -21,7 +23,7 @@ use scalar_autodiff::wire::{Json, parse};
 /// Run the program, timing runs of consecutive steps of one class together so
 /// that reading the clock stays small next to the work.
 fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outcome>), String> {
-    let mut graph = Graph::new();
+    let mut graph = Graph::with_capacity(program.steps.len());
     let mut records = Vec::new();
     let (mut forward, mut backward) = (Duration::ZERO, Duration::ZERO);
     let mut nodes = 0;
@@ -37,7 +39,7 @@ fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outc
         let clock = Instant::now();
         for step in start..end {
             match graph
-                .execute(program, step)
+                .execute(program, step, false)
                 .map_err(|error| error.to_string())?
             {
                 // The graph keeps every created node alive.
@@ -56,6 +58,18 @@ fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outc
     Ok((nodes, forward, backward, graph, records))
 }
 
+/// The resident set size in bytes (VmRSS), or 0 where /proc is not available.
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+            let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kilobytes * 1024)
+        })
+        .unwrap_or(0)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let [_, path] = args.as_slice() else {
@@ -66,14 +80,20 @@ fn main() -> ExitCode {
     // garbage parsing leaves behind does not fragment the heap the engine then
     // allocates its nodes from (which made the timings depend on the parser).
     let owned_path = path.clone();
-    let loaded = std::thread::spawn(move || -> Result<Program, String> {
-        let text = std::fs::read_to_string(&owned_path)
-            .map_err(|error| format!("{owned_path}: {error}"))?;
-        let raw = parse(&text).map_err(|error| format!("{owned_path}: {error}"))?;
-        parse_program(&raw, &owned_path).map_err(|error| error.to_string())
-    })
-    .join()
-    .unwrap_or_else(|_| Err("the parser panicked".to_string()));
+    let parser = std::thread::Builder::new().name("parser".into());
+    let loaded = parser
+        .spawn(move || -> Result<Program, String> {
+            let text = std::fs::read_to_string(&owned_path)
+                .map_err(|error| format!("{owned_path}: {error}"))?;
+            let raw = parse(&text).map_err(|error| format!("{owned_path}: {error}"))?;
+            parse_program(&raw, &owned_path).map_err(|error| error.to_string())
+        })
+        .map_err(|error| format!("cannot start the parser: {error}"))
+        .and_then(|parser| {
+            parser
+                .join()
+                .unwrap_or_else(|_| Err("the parser panicked".to_string()))
+        });
     let program = match loaded {
         Ok(program) => program,
         Err(message) => {
@@ -81,13 +101,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let resident_before = resident_bytes();
     match time(&program) {
         Ok((nodes, forward, backward, graph, records)) => {
+            let rss_delta = resident_bytes().saturating_sub(resident_before);
             let line = Json::object([
                 ("engine", Json::Str("rust-scalar".into())),
                 ("nodes", Json::Int(nodes as u64)),
                 ("forward_seconds", Json::Float(forward.as_secs_f64())),
                 ("backward_seconds", Json::Float(backward.as_secs_f64())),
+                ("rss_delta_bytes", Json::Int(rss_delta)),
             ]);
             println!("{line}");
             drop(records);

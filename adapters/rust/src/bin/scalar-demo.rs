@@ -1,7 +1,7 @@
 //! The seed demonstration: prints the contract's seed facts, the same ten lines
 //! as `python -m reference.demo`, byte for byte. Every number is computed here.
 
-use scalar_autodiff::{Error, Scalar, gradcheck};
+use scalar_autodiff::{Error, Scalar, Tape, gradcheck};
 
 fn f(value: f64) -> String {
     format!("{value:.12}")
@@ -23,7 +23,8 @@ fn grads(x: &Scalar, square: &Scalar, loss: &Scalar) -> String {
 /// The ten demo lines.
 fn lines() -> Result<Vec<String>, Error> {
     let mut out = Vec::new();
-    let x = Scalar::variable(2.0)?;
+    let tape = Tape::new();
+    let x = tape.variable(2.0)?;
     let square = x.mul(&x)?;
     let loss = square.add(&square)?;
     out.push(format!(
@@ -41,9 +42,10 @@ fn lines() -> Result<Vec<String>, Error> {
     loss.backward()?;
     out.push(format!("after zero: {}", grads(&x, &square, &loss)));
 
-    let x = Scalar::variable(2.0)?;
+    let tape = Tape::new();
+    let x = tape.variable(2.0)?;
     let detached = x.detach();
-    let expression = x.mul(&x)?.add(&detached.mul(&Scalar::constant(3.0)?)?)?;
+    let expression = x.mul(&x)?.add(&detached.mul(&tape.constant(3.0)?)?)?;
     expression.backward()?;
     out.push(format!(
         "detach: expression=x*x+detach(x)*3 value={} x_grad={} detached_grad={}",
@@ -52,7 +54,7 @@ fn lines() -> Result<Vec<String>, Error> {
         grad(&detached)
     ));
 
-    let x = Scalar::variable(0.5)?;
+    let x = Tape::new().variable(0.5)?;
     let y = x.tanh()?.exp()?;
     y.backward()?;
     out.push(format!(
@@ -62,7 +64,7 @@ fn lines() -> Result<Vec<String>, Error> {
         grad(&x)
     ));
 
-    let checks = gradcheck(|v| Scalar::constant(2.0)?.mul(&v[0])?.mul(&v[0]), &[2.0])?;
+    let checks = gradcheck(|v| v[0].constant(2.0)?.mul(&v[0])?.mul(&v[0]), &[2.0])?;
     let check = checks[0];
     out.push(format!(
         "gradcheck: expression=2*x*x analytic={} numerical={} scaled_error={:.12e} pass={}",
@@ -81,8 +83,9 @@ fn lines() -> Result<Vec<String>, Error> {
 
 /// Runs the three backward error scenarios and checks that none changed a stored gradient.
 fn typed_errors() -> Result<String, Error> {
-    let big = Scalar::variable(1.0)?;
-    let loss = big.mul(&Scalar::constant(1e308)?)?;
+    let tape = Tape::new();
+    let big = tape.variable(1.0)?;
+    let loss = big.mul(&tape.constant(1e308)?)?;
     loss.backward()?;
     let before = (big.gradient(), loss.gradient());
     type Action<'a> = Box<dyn Fn() -> Result<(), Error> + 'a>;
@@ -90,17 +93,17 @@ fn typed_errors() -> Result<String, Error> {
         (
             "constant-output",
             "untracked-output",
-            Box::new(|| Scalar::constant(3.0)?.backward().map(drop)),
+            Box::new(|| tape.constant(3.0)?.backward()),
         ),
         (
             "non-finite-seed",
             "non-finite-seed",
-            Box::new(|| loss.backward_with_seed(f64::INFINITY).map(drop)),
+            Box::new(|| loss.backward_with_seed(f64::INFINITY)),
         ),
         (
             "non-finite-accumulated-gradient",
             "non-finite-accumulated-gradient",
-            Box::new(|| loss.backward().map(drop)),
+            Box::new(|| loss.backward()),
         ),
     ];
     let labels: Vec<String> = scenarios

@@ -60,6 +60,7 @@ bench: setup
 	$(BIN)/python bench/fuzz_rate.py
 	$(BIN)/python bench/unresponsive.py
 	$(BIN)/python bench/mutation_score.py
+	$(BIN)/python bench/diagnosis_time.py
 
 clean:
 	rm -rf $(VENV)

@@ -22,12 +22,23 @@ from .mutants import BUGS, MutantEngine
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
 
+#: Programs longer than this are not re-run through the catalogue: one such program costs as
+#: much as the rest of the corpus (a 10,000-deep chain, the LLM step), and every bug it
+#: shows is also shown, and named, by a small case.
+DIAGNOSIS_MAX_STEPS = 1000
+
+
 def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]:
-    """Plain-words descriptions of the bugs that would produce these observations at this level."""
+    """Plain-words descriptions of the bugs that would produce these observations at this level.
+
+    Programs of more than DIAGNOSIS_MAX_STEPS steps get only the direct checks.
+    """
     found = []
     direct = _changed_on_failure(fixture, observations)
     if direct and level == "errors":
         found.append(direct)
+    if len(fixture.program) > DIAGNOSIS_MAX_STEPS:
+        return found
     for bug, description in BUGS.items():
         if bug == "recursive-topo":
             continue

@@ -73,9 +73,11 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             lines.append(f"{run.name}: unavailable: {run.reason}")
         elif run.handshake is not None:
             hello = run.handshake
+            at = run.largest_ulps_at
+            where = f" (at {at.case} [{at.level}])" if at is not None else ""
             lines.append(
                 f"{run.name}: {hello.name} {hello.version} ({hello.language}), {run.seconds:.1f} s, "
-                f"largest distance among agreeing nonzero floats: {run.largest_ulps:.0f} ulp"
+                f"largest distance among agreeing nonzero floats: {run.largest_ulps:.0f} ulp{where}"
             )
     return "\n".join(lines)
 

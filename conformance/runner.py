@@ -102,6 +102,12 @@ class AdapterRun:
         """The largest float distance seen between expected and actual among agreeing values."""
         return max((r.largest_ulps for r in self.results), default=0.0)
 
+    @property
+    def largest_ulps_at(self) -> Optional[Result]:
+        """The result where that largest distance was seen (None when every agreeing float was exact)."""
+        best = max(self.results, key=lambda r: r.largest_ulps, default=None)
+        return best if best is not None and best.largest_ulps > 0 else None
+
 
 def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     """Why the adapter cannot run this case at all, or None."""

@@ -192,3 +192,17 @@ def test_a_broken_fixture_is_a_fixture_bug_and_the_other_cases_still_run(tmp_pat
     import re
 
     assert re.search(r"python\s+values\s+5\s+0\s", out.stdout)  # the five sound seed cases ran and passed
+
+
+def test_the_largest_distance_names_the_case_and_level_it_was_seen_at():
+    from conformance.report import matrix_text
+    from conformance.runner import AdapterRun, Result
+    from conformance.transport import Handshake
+
+    run = AdapterRun("port", handshake=Handshake("port", "1", "c", frozenset(), frozenset(), frozenset()))
+    run.results = [
+        Result("port", "ops/add/ordinary", "values", "passed"),
+        Result("port", "ops/tanh/ordinary", "trace", "passed", largest_ulps=4.0),
+        Result("port", "ops/exp/ordinary", "values", "passed", largest_ulps=1.0),
+    ]
+    assert "largest distance among agreeing nonzero floats: 4 ulp (at ops/tanh/ordinary [trace])" in matrix_text([run])

@@ -17,6 +17,7 @@ otherwise report every failing case as unsupported.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,6 +82,10 @@ class FuzzResult:
     divergence: Optional[Divergence] = None
     flaky: bool = False
     notes: list[str] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    """With keep_going: every distinct divergence found, each shrunk, in the order found."""
+    repeats: int = 0
+    """With keep_going: divergent programs skipped because their signature was already recorded."""
 
     @property
     def rate(self) -> float:
@@ -102,11 +107,11 @@ def compared_levels(hello: Handshake, levels: Optional[list[str]] = None, skip: 
     return tuple(level for level in LEVELS if level in chosen and level in hello.levels and level not in set(skip or ()))
 
 
-def strategy_for(hello: Handshake, levels: tuple[str, ...], max_steps: int) -> Any:
-    """Programs this adapter can run: its ops, its seed feature, failing steps only if it reports errors."""
+def strategy_for(hello: Handshake, levels: tuple[str, ...], max_steps: int, exclude_ops: Optional[list[str]] = None) -> Any:
+    """Programs this adapter can run: its ops but ``exclude_ops``, its seed feature, failing steps only with errors."""
     errors = "errors" in levels
     return programs(
-        [op for op in DECLARABLE_OPS if op in hello.ops],
+        [op for op in DECLARABLE_OPS if op in hello.ops and op not in set(exclude_ops or ())],
         max_steps=max_steps,
         seeds="seed" in hello.features,
         extreme=errors,
@@ -187,6 +192,21 @@ def _renamed(program: Program) -> Program:
     return tuple(steps)
 
 
+def signature(divergence: Divergence) -> tuple[Any, ...]:
+    """What makes two divergences the same for keep_going: level, diagnosis and the kind of first difference.
+
+    The kind is the difference's JSON path with node ids and indices taken out
+    (``observations[3].gradients.x`` -> ``gradients``), or the fault for a crash.
+    """
+    if divergence.fault is not None:
+        kind = re.sub(r"\d+(\.\d+)?", "#", divergence.fault.splitlines()[0])[:80]
+    elif divergence.difference is not None:
+        kind = ".".join(re.sub(r"\[[^]]*\]", "", divergence.difference.path).split(".")[1:2])
+    else:
+        kind = ""
+    return (divergence.level, divergence.diagnosis, kind)
+
+
 def _with_diagnosis(divergence: Divergence) -> Divergence:
     if divergence.fault is not None:
         return divergence
@@ -205,17 +225,24 @@ def fuzz(
     skip: Optional[list[str]] = None,
     shrink: bool = True,
     progress: Optional[Callable[[FuzzResult, bool], None]] = None,
+    exclude_ops: Optional[list[str]] = None,
+    keep_going: bool = False,
 ) -> FuzzResult:
     """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
 
     Raises AdapterFault when the adapter cannot even start. ``database`` is a
     hypothesis example database folder (shared by CI shards); None keeps none,
     so a run depends only on ``seed``. ``shrink=False`` stops at the first
-    divergence as drawn (for measuring how soon one is found).
+    divergence as drawn (for measuring how soon one is found). ``exclude_ops``
+    keeps those ops out of the programs drawn. ``keep_going`` does not stop at a
+    divergence: each one whose signature (level, diagnosis, kind of difference)
+    is new is shrunk by step deletion and recorded in ``divergences``, and the
+    search goes on for all ``examples``, so one known bug cannot hide the others.
     """
     hello = transport.handshake()
     result = FuzzResult(hello, compared_levels(hello, levels, skip))
     latest: list[Divergence] = []
+    seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()
 
     @settings(
@@ -226,19 +253,22 @@ def fuzz(
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
         report_multiple_bugs=False,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink else ())),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink and not keep_going else ())),
         print_blob=False,
     )
     @hypothesis_seed(seed)
-    @given(strategy_for(hello, result.levels, max_steps))
+    @given(strategy_for(hello, result.levels, max_steps, exclude_ops))
     def check(program: Program) -> None:
         result.calls += 1
-        if result.first_found_at is None:
+        if result.first_found_at is None or keep_going:
             result.examples += 1
         if progress is not None:
             result.seconds = time.monotonic() - started
             progress(result, False)
         divergence = examine(transport, program, result.levels)
+        if divergence is not None and keep_going:
+            _record_if_new(transport, _with_diagnosis(divergence), result, seen, shrink)
+            return
         if divergence is not None:
             if result.first_found_at is None:
                 result.first_found_at = result.examples
@@ -254,7 +284,9 @@ def fuzz(
         result.flaky = True
         result.notes.append("the adapter's answers were not reproducible (hypothesis reported the test as flaky)")
         result.divergence = latest[-1] if latest else None
-    if result.divergence is not None:
+    if keep_going:
+        result.divergence = result.divergences[0] if result.divergences else None
+    elif result.divergence is not None:
         if shrink:
             result.divergence = minimize(transport, result.divergence, result)
         result.divergence = _with_diagnosis(result.divergence)
@@ -262,6 +294,22 @@ def fuzz(
     if progress is not None:
         progress(result, True)
     return result
+
+
+def _record_if_new(
+    transport: Transport, divergence: Divergence, result: FuzzResult, seen: set[tuple[Any, ...]], shrink: bool
+) -> None:
+    key = signature(divergence)
+    if key in seen:
+        result.repeats += 1
+        return
+    seen.add(key)
+    if result.first_found_at is None:
+        result.first_found_at = result.examples
+    if shrink:
+        divergence = _with_diagnosis(minimize(transport, divergence, result))
+        seen.add(signature(divergence))
+    result.divergences.append(divergence)
 
 
 def regression_id(program: Program) -> str:

@@ -23,6 +23,8 @@ LEAF_VALUES = st.one_of(
     # The last three are the only way to see non-finite-leaf.
     st.sampled_from(
         [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5, 1e-300, 5e-324, 1e300, 1e308, -1e308, 709.0, 1000.0]
+        # a quotient that is finite while the divisor's derivative -(r/b) is not: 1e290 / 1e-10
+        + [1e290, 1e-10]
         + [float("inf"), float("-inf"), float("nan")]
     ),
     st.floats(min_value=-4.0, max_value=4.0, allow_nan=False, allow_infinity=False),

@@ -14,12 +14,12 @@ from conformance.cases.regressions import load_case
 from conformance.cli import main
 from conformance.execute import run_program
 from conformance.fixture import FIXTURES_DIR, load_fixture
-from conformance.fuzz import examine, fuzz, regression_id, regression_text, save_regression
+from conformance.fuzz import examine, fuzz, regression_id, regression_text, save_regression, signature
 from conformance.generate import generate
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
 from conformance.strategies import programs
-from conformance.transport import LEVEL_NAMES, Handshake, SubprocessTransport
+from conformance.transport import LEVEL_NAMES, AdapterFault, Handshake, SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ADAPTER = [sys.executable, str(ROOT / "adapters" / "python" / "adapter.py")]
@@ -40,7 +40,11 @@ class MutantTransport:
         return self.hello
 
     def run(self, case, program):
-        return self.engine.run(program)
+        try:
+            return self.engine.run(program)
+        except Exception as error:  # a real adapter replies with an error message instead
+            message = f"the adapter could not run the case: {type(error).__name__}: {error}"
+            raise AdapterFault(message, kind="error-reply") from None
 
     def close(self):
         pass
@@ -89,12 +93,21 @@ def test_a_saved_regression_fails_the_broken_engine_and_passes_the_reference(tmp
 
 
 @pytest.mark.parametrize("bug", [bug for bug in BUGS if bug != "recursive-topo"])
-def test_within_1000_examples_the_fuzzer_finds_every_bug_of_the_catalogue(bug):
+def test_within_three_seeds_of_1000_examples_the_fuzzer_finds_every_bug_of_the_catalogue(bug):
     # recursive-topo needs a graph thousands of nodes deep, far beyond a fuzzed program; the
     # canonical corpus catches it (structure/deep-chain-10000, tests/test_mutants.py), so the
     # fuzzer is not needed for it.
-    result = fuzz(MutantTransport(bug), examples=1000, seed=0, shrink=False)
-    assert result.divergence is not None, f"1000 examples missed {bug}: {BUGS[bug]}"
+    # A lost sign of zero shows only where a program compares exactly, i.e. uses IEEE-exact ops
+    # alone (docs/contract.md, comparison.tolerance): fuzzing for it means leaving the others out.
+    exclude = ["exp", "log", "tanh", "pow"] if bug in ("relu-keeps-negative-zero", "signed-zero-lost") else None
+    # Some bugs need two checks to fail in one backward (accumulation-checked-first) or a rare
+    # pair of values (only-slot-0-checked); hypothesis' stream also varies with what ran before
+    # in the process, so a bug gets up to three seeds of 1000 examples each.
+    for seed in range(3):
+        result = fuzz(MutantTransport(bug), examples=1000, seed=seed, shrink=False, exclude_ops=exclude)
+        if result.divergence is not None:
+            break
+    assert result.divergence is not None, f"3 x 1000 examples missed {bug}: {BUGS[bug]}"
 
 
 def test_an_engine_without_the_errors_level_only_gets_programs_that_never_fail():
@@ -161,3 +174,40 @@ def test_save_writes_the_program_under_its_hash_and_the_loader_reads_it_back(tmp
 def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_excluded_op_is_never_drawn_so_a_bug_in_it_stays_out_of_sight():
+    result = fuzz(MutantTransport("wrong-derivative-mul"), examples=300, seed=0, exclude_ops=["mul"])
+    assert result.divergence is None and result.examples == 300
+
+
+class TwoBugTransport(MutantTransport):
+    """An engine with two unrelated bugs: a wrong tanh derivative, and a seed that is ignored."""
+
+    def __init__(self):
+        super().__init__(None)
+        self.tanh, self.seed = MutantEngine("wrong-derivative-tanh"), MutantEngine("seed-ignored")
+
+    def run(self, case, program):
+        if any(step.op == "tanh" for step in program):
+            return self.tanh.run(program)
+        return self.seed.run(program)
+
+
+def test_keep_going_records_each_distinct_divergence_once_and_goes_on():
+    result = fuzz(TwoBugTransport(), examples=400, seed=0, keep_going=True)
+    assert result.examples == 400
+    named = {hint for divergence in result.divergences for hint in divergence.diagnosis}
+    assert BUGS["wrong-derivative-tanh"] in named and BUGS["seed-ignored"] in named
+    signatures = [signature(d) for d in result.divergences]
+    assert len(signatures) == len(set(signatures))
+    assert result.repeats > 0
+    assert all(len(d.program) <= 8 for d in result.divergences)  # each one shrunk
+
+
+def test_keep_going_on_the_command_line_lists_every_distinct_divergence(capsys):
+    code = main(["fuzz", "--command", broken("stale"), "--examples", "150", "--keep-going"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "distinct divergence(s) in 150 example(s)" in out
+    assert "DIVERGENCE 1 of " in out

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from ..errors import UsageError
 from ..fixture import FIXTURES_DIR, LEVELS
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
+from ..program import DECLARABLE_OPS
 from ..registry import REGISTRY
 from ..transport import AdapterFault, SubprocessTransport
 from .run import choose_adapters
@@ -53,6 +54,20 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         type=Path,
         metavar="DIR",
         help="hypothesis example database folder, shared by CI shards (default: none, the run depends only on --seed)",
+    )
+    parser.add_argument(
+        "--exclude-op",
+        action="append",
+        choices=DECLARABLE_OPS,
+        default=[],
+        metavar="OP",
+        help="draw no program with this op (repeatable), e.g. to look past a known bug in one op",
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="do not stop at the first divergence: record each distinct one (level, diagnosis, kind), shrunk, "
+        "and go on for all --examples",
     )
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-program timeout (default 10)")
     parser.add_argument("--save", action="store_true", help="keep the minimal program as a regression case and fixture")
@@ -93,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
             levels=args.levels,
             skip=args.skip_level,
             progress=_progress(adapter.name),
+            exclude_ops=args.exclude_op,
+            keep_going=args.keep_going,
         )
     except AdapterFault as fault:
         print(f"{adapter.name}: the adapter failed to start: {fault}")
@@ -104,16 +121,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if result.divergence is None:
         return 0
-    print()
-    print(result.divergence.describe())
-    if args.save:
-        case, case_path, fixture_path = save_regression(result.divergence.program, args.cases_dir, args.fixtures)
+    found = result.divergences if args.keep_going else [result.divergence]
+    for number, divergence in enumerate(found, 1):
         print()
-        print(f"saved case {case.id}: {case_path}")
-        print(f"generated fixture: {fixture_path}")
-        again = f"--adapter {adapter.name}" if args.adapter else f"--command {shlex.quote(args.command)}"
-        where = "" if args.fixtures == FIXTURES_DIR else f" --fixtures {shlex.quote(str(args.fixtures))}"
-        print(f"re-run it: conformance run {again} --case {case.id}{where}")
+        if args.keep_going:
+            print(f"DIVERGENCE {number} of {len(found)}, level {divergence.level}")
+        print(divergence.describe())
+        if args.save:
+            case, case_path, fixture_path = save_regression(divergence.program, args.cases_dir, args.fixtures)
+            print(f"saved case {case.id}: {case_path}")
+            print(f"generated fixture: {fixture_path}")
+            again = f"--adapter {adapter.name}" if args.adapter else f"--command {shlex.quote(args.command)}"
+            where = "" if args.fixtures == FIXTURES_DIR else f" --fixtures {shlex.quote(str(args.fixtures))}"
+            print(f"re-run it: conformance run {again} --case {case.id}{where}")
     return 1
 
 
@@ -127,6 +147,11 @@ def _summary(name: str, result: FuzzResult, args: argparse.Namespace) -> str:
     )
     if result.divergence is None:
         return f"{head}\nno divergence in {result.examples} example(s)"
+    if args.keep_going:
+        return (
+            f"{head}\n{len(result.divergences)} distinct divergence(s) in {result.examples} example(s), "
+            f"the first at example {result.first_found_at}; {result.repeats} more program(s) diverged the same way"
+        )
     shrunk = result.calls - result.examples
     return f"{head}\nDIVERGENCE found after {result.first_found_at} example(s), shrunk in {shrunk} more run(s)"
 

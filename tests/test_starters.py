@@ -152,7 +152,8 @@ def test_init_prints_the_files_it_wrote_and_the_exact_next_commands(tmp_path):
     out = init(tmp_path, "rust")
     assert out.returncode == 0, out.stderr
     written = sorted(p.relative_to(tmp_path / "conformance-adapter").as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert written == sorted(p.relative_to(STARTERS / "rust").as_posix() for p in starter_sources("rust"))
+    shipped = (p.relative_to(STARTERS / "rust").as_posix() for p in starter_sources("rust"))
+    assert written == sorted(".gitignore" if name == "gitignore" else name for name in shipped)
     for name in written:
         assert f"conformance-adapter/{name}" in out.stdout
     assert next_commands(out.stdout) == [
@@ -320,3 +321,12 @@ def test_the_go_and_rust_starters_and_test_engines_are_formatted_as_their_toolch
         checked += 1
     if not checked:
         pytest.skip("neither gofmt nor rustfmt is on PATH")
+
+
+@pytest.mark.parametrize("language, ignored", [("rust", "target/"), ("go", "/adapter"), ("python", "__pycache__/")])
+def test_the_starter_keeps_its_build_output_out_of_the_porters_git(tmp_path, language, ignored):
+    out = init(tmp_path, language, "adapter-dir")
+    assert out.returncode == 0, out.stderr
+    gitignore = tmp_path / "adapter-dir" / ".gitignore"
+    assert ignored in gitignore.read_text().splitlines()
+    assert not (tmp_path / "adapter-dir" / "gitignore").exists()

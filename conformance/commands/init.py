@@ -67,7 +67,9 @@ def starter_files(language: str) -> Iterator[tuple[str, "Traversable"]]:
             if entry.is_dir():
                 stack.append((f"{prefix}{entry.name}/", entry))
             else:
-                yield f"{prefix}{entry.name}", entry
+                # Shipped without its dot (package data globs skip hidden files), written with it.
+                name = ".gitignore" if entry.name == "gitignore" else entry.name
+                yield f"{prefix}{name}", entry
 
 
 def commands(language: str, folder: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};
 
 use scalar_autodiff::execute::run_program;
+use scalar_autodiff::ops::OPS;
 use scalar_autodiff::program::parse_program;
 use scalar_autodiff::wire::{Json, parse};
 use serde_json::Value;
@@ -18,9 +19,6 @@ use serde_json::Value;
 const PROTOCOL_VERSION: u64 = 1;
 /// The protocol's limit on one reply line.
 const MAX_LINE: usize = 64 * 1024 * 1024;
-const OPS: [&str; 11] = [
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
-];
 const LEVELS: [&str; 5] = ["values", "gradients", "errors", "trace", "order"];
 
 /// Whether backward must build pass records: the harness compares them at the
@@ -41,6 +39,12 @@ fn strings(items: &[&str]) -> Json {
     )
 }
 
+/// The declared ops: the engine's op table in the contract's order, then detach
+/// (the same derivation as the Go adapter's declaredOps).
+fn declared_ops() -> Vec<&'static str> {
+    OPS.iter().map(|op| op.name).chain(["detach"]).collect()
+}
+
 fn hello() -> Json {
     Json::object([
         ("type", Json::Str("hello".into())),
@@ -53,7 +57,7 @@ fn hello() -> Json {
                 ("language", Json::Str("rust".into())),
             ]),
         ),
-        ("ops", strings(&OPS)),
+        ("ops", strings(&declared_ops())),
         ("levels", strings(&LEVELS)),
         ("features", strings(&["seed"])),
     ])

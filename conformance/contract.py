@@ -132,9 +132,9 @@ def load_rules(path: Optional[Path] = None) -> tuple[Rule, ...]:
 def rules_for_case(case_id: str, level: Optional[str] = None, limit: int = 3) -> list[Rule]:
     """The rules a case exercises, most specific first (fewest fixtures), at most ``limit``.
 
-    With ``level``, the level's own rule (``level.trace``) comes last when the
-    case is not already listed under it. Returns [] when the contract cannot be read,
-    so a report never fails for want of a pointer.
+    The level rules (``level.*``) name example cases only, so they are left out of
+    that ranking; with ``level``, that level's own rule comes last. Returns [] when
+    the contract cannot be read, so a report never fails for want of a pointer.
     """
     try:
         rules = load_rules()

@@ -192,6 +192,11 @@ def record_paths(root: Path = FIXTURES_DIR) -> list[Path]:
     return sorted((root / RECORDS_DIR).glob("*.json"))
 
 
+def fixture_ids(root: Path = FIXTURES_DIR) -> set[str]:
+    """The id of every generated file under root, cases and model records: its path without ``.json``."""
+    return {path.relative_to(root).with_suffix("").as_posix() for path in [*fixture_paths(root), *record_paths(root)]}
+
+
 def load_corpus_reporting(root: Path = FIXTURES_DIR) -> tuple[list[Fixture], list[FixtureBug]]:
     """Every fixture under root that loads, and a FixtureBug for each one that does not.
 

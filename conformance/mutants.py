@@ -241,13 +241,12 @@ class MutantEngine:
 
             visit(output)
             return order
-        if self.bug in ("tape-order", "whole-graph-topology"):
-            reached = self._reachable(output)
-            return [n for n in self._created if self.bug == "whole-graph-topology" or id(n) in reached]
+        if self.bug == "whole-graph-topology":
+            return list(self._created)
+        if self.bug == "tape-order":
+            reached = {id(node) for node in self._post_order(output)}
+            return [n for n in self._created if id(n) in reached]
         return self._post_order(output)
-
-    def _reachable(self, output: _Node) -> set[int]:
-        return {id(node) for node in self._post_order(output)}
 
     def _post_order(self, output: _Node) -> list[_Node]:
         order, seen, stack = [], {id(output)}, [(output, 0)]

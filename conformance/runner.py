@@ -100,7 +100,8 @@ class AdapterRun:
     @property
     def largest_ulps(self) -> float:
         """The largest float distance seen between expected and actual among agreeing values."""
-        return max((r.largest_ulps for r in self.results), default=0.0)
+        at = self.largest_ulps_at
+        return at.largest_ulps if at is not None else 0.0
 
     @property
     def largest_ulps_at(self) -> Optional[Result]:

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.commands.list_cases import known_fixture_ids
 from conformance.contract import ContractError, contract_path, load_rules, parse_rules, rules_for_case
-from conformance.fixture import FIXTURES_DIR
+from conformance.fixture import FIXTURES_DIR, fixture_ids
 from conformance.generate import DEFAULT_REL
 from reference.errors import ERROR_KINDS
 from reference.ops import OPS
@@ -33,7 +32,7 @@ def test_the_contract_is_the_one_in_the_checkout():
 
 
 def test_every_rule_names_fixtures_that_exist():
-    known = known_fixture_ids(FIXTURES_DIR)
+    known = fixture_ids(FIXTURES_DIR)
     missing = {rule.id: [case for case in rule.fixtures if case not in known] for rule in RULES}
     assert {rule: cases for rule, cases in missing.items() if cases} == {}
     assert all(rule.fixtures for rule in RULES)
@@ -41,7 +40,7 @@ def test_every_rule_names_fixtures_that_exist():
 
 def test_every_fixture_is_named_by_a_rule():
     named = {case for rule in RULES for case in rule.fixtures}
-    assert sorted(known_fixture_ids(FIXTURES_DIR) - named) == []
+    assert sorted(fixture_ids(FIXTURES_DIR) - named) == []
 
 
 def test_rule_ids_mentioned_in_the_text_are_defined():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..contract import ContractError, contract_path, load_rules
 from ..errors import UsageError
-from ..fixture import FIXTURES_DIR, load_corpus
+from ..fixture import FIXTURES_DIR, fixture_ids, load_corpus
 from ..runner import select
 
 
@@ -49,22 +49,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def known_fixture_ids(fixtures_dir: Path) -> set[str]:
-    """Every id a rule may name: each JSON file under the folder, by its path without ``.json``."""
-    return {
-        path.relative_to(fixtures_dir).with_suffix("").as_posix()
-        for path in fixtures_dir.rglob("*.json")
-        if not path.name.endswith(".schema.json")
-    }
-
-
 def _rules(fixtures_dir: Path) -> int:
-
     try:
         rules = load_rules()
     except ContractError as error:
         raise UsageError(str(error)) from None
-    known = known_fixture_ids(fixtures_dir)
+    known = fixture_ids(fixtures_dir)
     if not known:
         raise UsageError(f"no fixture files in {fixtures_dir}; point --fixtures at the corpus")
     missing = 0

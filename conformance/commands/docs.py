@@ -22,7 +22,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Print the list, or one document."""
-
     folder = docs_dir()
     found = {path.stem: path for path in sorted(folder.glob("*.md"))}
     if args.name is None:

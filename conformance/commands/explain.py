@@ -38,7 +38,6 @@ def _table(rows: list[list[str]], indent: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the walk-through."""
-
     corpus = {f.id: f for f in load_corpus(args.fixtures)}
     fixture = corpus.get(args.case)
     if fixture is None:

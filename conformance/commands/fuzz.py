@@ -79,7 +79,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Fuzz, report, save on request; return the exit code."""
-
     if args.examples < 1:
         raise UsageError(f"--examples {args.examples}: must be at least 1")
     if args.max_steps < 1:

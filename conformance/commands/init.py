@@ -109,7 +109,6 @@ def write_all(target: Path, contents: list[tuple[str, bytes]], folder: str) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Write the starter, or refuse before writing anything."""
-
     language = args.language.lower()
     if language not in STARTERS:
         raise UsageError(f"no starter for {args.language!r}; languages: {', '.join(LANGUAGES)}")

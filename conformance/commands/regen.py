@@ -27,7 +27,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def run(args: argparse.Namespace) -> int:
     """Generate every case; write or check."""
-
     root: Path = args.fixtures
     if not args.check and root == FIXTURES_DIR and not in_checkout():
         raise UsageError(

@@ -75,7 +75,6 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
     """K/N with 1 <= K <= N, or a usage error."""
-
     if text is None:
         return None
     try:
@@ -89,7 +88,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def positive(value: Optional[float], option: str) -> Optional[float]:
     """A positive number of seconds (or None), or a usage error."""
-
     if value is not None and not value > 0:
         raise UsageError(f"{option} {value:g}: must be a positive number of seconds")
     return value
@@ -97,7 +95,6 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
 
 def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
     """The adapters this run uses, from --command, --adapter or the whole registry."""
-
     adapters: list[AdapterConfig] = []
     if args.command:
         adapter = ad_hoc(args.command)
@@ -143,7 +140,6 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run, report, and return the exit code."""
-
     shard = parse_shard(args.shard)
     timeout = positive(args.timeout, "--timeout")
     handshake_timeout = positive(args.handshake_timeout, "--handshake-timeout")

@@ -1,10 +1,11 @@
 """Compare an adapter's observations with a fixture's expectations, level by level.
 
-``compare_level`` returns the differences at one level (docs/contract.md section 10,
+``compare_level`` returns the differences at one level (docs/contract.md section 9,
 docs/protocol.md "Levels"), each with the step, the JSON path of the
-difference, expected and actual values and, for floats, their ulp distance.
-Floats follow the fixture's comparison policy; ids, kinds, slots and booleans
-must match exactly.
+difference, expected and actual values and, for floats, their ulp distance and
+bound. Under the adapter's profile a float is compared bit for bit (an ``exact``
+fixture under ``contract``) or within its own bound from the fixture's ``bounds``;
+ids, kinds, slots and booleans must match exactly.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .fixture import Comparison, Fixture
+from .fixture import Fixture, StepBounds, agree
 from .wire import NON_FINITE, to_json_ready, ulp_distance
+
+#: The profile a port is compared under when it declares none (docs/contract.md section 9).
+DEFAULT_PROFILE = "contract"
 
 #: Keys whose values are floats (numbers or non-finite strings) wherever they appear.
 FLOAT_KEYS = frozenset(
@@ -46,12 +50,20 @@ class Difference:
     actual: Any
     ulps: Optional[float] = None
     note: str = ""
+    bound: Optional[float] = None
+    """The float's bound when it was compared under one (None: compared bit for bit)."""
 
     def describe(self) -> str:
-        """One line: step, path, expected, actual, ulp distance."""
+        """One line: step, path, expected, actual, ulp distance and, under a bound, how far over it."""
         text = f"step {self.step}: {self.path}: expected {_show(self.expected)}, got {_show(self.actual)}"
         if self.ulps is not None and math.isfinite(self.ulps):
-            text += f" ({self.ulps:.0f} ulp apart)" if self.ulps < 1e6 else f" ({self.ulps:.1e} ulp apart)"
+            parts = [f"{self.ulps:.0f} ulp apart" if self.ulps < 1e6 else f"{self.ulps:.1e} ulp apart"]
+            e, a = as_float(self.expected), as_float(self.actual)
+            if self.bound == 0.0:
+                parts.append("its bound is 0: every correct port has this exact number")
+            elif self.bound is not None and e is not None and a is not None:
+                parts.append(f"{abs(e - a) / self.bound:.3g} times its bound {self.bound:.3g}")
+            text += f" ({'; '.join(parts)})"
         if self.note:
             text += f"; {self.note}"
         return text
@@ -78,20 +90,36 @@ def as_float(raw: Any) -> Optional[float]:
 
 
 class _Collector:
-    def __init__(self, level: str, policy: Comparison, limit: int) -> None:
+    def __init__(self, level: str, bounds: Optional[tuple[StepBounds, ...]], limit: int) -> None:
         self.level = level
-        self.policy = policy
+        self.bounds = bounds
         self.limit = limit
         self.found: list[Difference] = []
-        self.largest_ulps = 0.0
+        self.largest = 0.0
+        self.largest_path: Optional[str] = None
 
     @property
     def full(self) -> bool:
         return len(self.found) >= self.limit
 
-    def add(self, step: int, path: str, expected: Any, actual: Any, ulps: Optional[float] = None, note: str = "") -> None:
+    def add(
+        self,
+        step: int,
+        path: str,
+        expected: Any,
+        actual: Any,
+        ulps: Optional[float] = None,
+        note: str = "",
+        bound: Optional[float] = None,
+    ) -> None:
         if not self.full:
-            self.found.append(Difference(self.level, step, path, expected, actual, ulps, note))
+            self.found.append(Difference(self.level, step, path, expected, actual, ulps, note, bound))
+
+    def bound_at(self, step: int, path: str) -> Optional[float]:
+        """The bound of the float at ``path`` (``observations[i].REST``), or None when compared bit for bit."""
+        if self.bounds is None:
+            return None
+        return self.bounds[step].get(path.split("].", 1)[1], 0.0)
 
     def value(self, step: int, path: str, expected: Any, actual: Any, is_float: bool) -> None:
         if is_float:
@@ -101,16 +129,17 @@ class _Collector:
                     return
                 self.add(step, path, expected, actual)
                 return
-            distance = ulp_distance(e, a)
-            if not self.policy.agree(e, a):
+            bound = self.bound_at(step, path)
+            if not agree(e, a, bound):
                 if e == 0.0 and a == 0.0:  # equal but for the sign: not a distance in ulp
-                    self.add(step, path, expected, actual, note="only the sign of zero differs")
+                    self.add(step, path, expected, actual, note="only the sign of zero differs (-0.0 vs 0.0)")
                 else:
-                    self.add(step, path, expected, actual, distance)
-            elif math.isfinite(distance) and e * a > 0:
-                # Pairs on both sides of zero agree only through the policy's absolute floor;
-                # their ulp distance says nothing, so they are left out of the figure.
-                self.largest_ulps = max(self.largest_ulps, distance)
+                    self.add(step, path, expected, actual, ulp_distance(e, a), bound=bound)
+            elif bound and e != a:
+                # The figure of merit under a bound: how much of it the difference used.
+                used = abs(e - a) / bound
+                if used > self.largest:
+                    self.largest, self.largest_path = used, path
             return
         if type(expected) is not type(actual) or expected != actual:
             self.add(step, path, expected, actual)
@@ -141,9 +170,15 @@ class _Collector:
                 self.add(step, f"{path}.{key}", _MISSING, actual[key], note="a gradient for a node that has none")
 
 
-def compare_level(fixture: Fixture, observations: list[Any], level: str, limit: int = 20) -> tuple[list[Difference], float]:
-    """Differences at ``level`` (at most ``limit``) and the largest ulp distance seen."""
-    out = _Collector(level, fixture.comparison, limit)
+def compare_level(
+    fixture: Fixture, observations: list[Any], level: str, limit: int = 20, profile: str = DEFAULT_PROFILE
+) -> tuple[list[Difference], float]:
+    """Differences at ``level`` (at most ``limit``) under ``profile``, and the largest share of a bound used.
+
+    The second value is the largest ``|expected - actual| / bound`` among floats that agree
+    within a nonzero bound (0 when every float matched bit for bit).
+    """
+    out = _Collector(level, fixture.step_bounds(profile), limit)
     compare = {
         "values": _values,
         "gradients": _gradients,
@@ -158,7 +193,7 @@ def compare_level(fixture: Fixture, observations: list[Any], level: str, limit: 
         compare(out, index, step, expected, actual)
         if out.full:
             break
-    return out.found, out.largest_ulps
+    return out.found, out.largest
 
 
 def _values(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from .compare import compare_level
+from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture
 from .mutants import BUGS, MutantEngine
 
@@ -28,10 +28,11 @@ _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow
 DIAGNOSIS_MAX_STEPS = 1000
 
 
-def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]:
+def diagnose(fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE) -> list[str]:
     """Plain-words descriptions of the bugs that would produce these observations at this level.
 
-    Programs of more than DIAGNOSIS_MAX_STEPS steps get only the direct checks.
+    Floats are compared under ``profile``, as the failure itself was. Programs of more than
+    DIAGNOSIS_MAX_STEPS steps get only the direct checks.
     """
     found = []
     direct = _changed_on_failure(fixture, observations)
@@ -46,8 +47,8 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
         if simulated is None:
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
-        variant_fails = bool(compare_level(fixture, simulated, level, limit=1)[0])
-        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level):
+        variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile)[0])
+        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile):
             if description not in found:
                 found.append(description)
     return found
@@ -59,8 +60,10 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
 _WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
 
 
-def _reproduces(variant: Fixture, observations: list[Any], level: str) -> bool:
-    return not any(compare_level(variant, observations, each, limit=1)[0] for each in {level, *_WHOLE_STEP_LEVELS})
+def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: str) -> bool:
+    return not any(
+        compare_level(variant, observations, each, limit=1, profile=profile)[0] for each in {level, *_WHOLE_STEP_LEVELS}
+    )
 
 
 _CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}

@@ -23,7 +23,7 @@ import jsonschema_rs
 from .program import Program, ProgramError, parse_program
 from .wire import WireError, decode_float, load_json_file, to_json_ready, ulp_distance
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 LEVELS = ("values", "gradients", "errors", "trace", "order")
 SCHEMA_NAME = "fixture.schema.json"
 #: The folder under fixtures/ that holds model-level records (docs/fixtures.md), not cases.
@@ -50,40 +50,52 @@ class FixtureBug(ValueError):
     """A fixture file that cannot be used: unreadable, invalid JSON, or against the schema."""
 
 
+#: One step's bounds: the path of a compared float under the step's observation
+#: (``value``, ``gradients.ID``, ``pass.edges[ID:SLOT].contribution``, ...) -> its bound.
+#: A float whose path is absent has bound 0: it must be the same number (docs/fixtures.md).
+StepBounds = dict[str, float]
+
+
 @dataclass(frozen=True)
 class Comparison:
     """How floats are compared for one fixture.
 
-    ``exact``: bit equality (nan equals nan, -0.0 differs from 0.0).
-    ``tolerance``: a and b agree when both are equal bits or
-    ``|a - b| <= abs + rel * max(|a|, |b|)``; non-finite values must match exactly.
+    ``exact``: bit equality (nan equals nan, -0.0 differs from 0.0), under the
+    ``contract`` profile; the ``numeric`` profile compares such a case under its bounds.
+    ``bounds``: every compared float has its own bound, derived by conformance.bounds
+    (docs/contract.md section 9): expected ``e`` and actual ``a`` agree when they are the
+    same bits, or both finite and ``|e - a| <= bound``.
     """
 
     mode: str
     reason: str
-    rel: float = 0.0
-    abs: float = 0.0
 
-    def agree(self, a: float, b: float) -> bool:
-        """Whether expected ``a`` and actual ``b`` agree under this policy."""
-        if ulp_distance(a, b) == 0.0:
-            return True
-        if self.mode == "exact" or not (math.isfinite(a) and math.isfinite(b)):
-            return False
-        return abs(a - b) <= self.abs + self.rel * max(abs(a), abs(b))
+    @property
+    def exact(self) -> bool:
+        """Whether the contract profile compares this fixture bit for bit."""
+        return self.mode == "exact"
 
     def to_json(self) -> dict[str, Any]:
         """The policy as fixture data."""
-        if self.mode == "exact":
-            return {"mode": "exact", "reason": self.reason}
-        return {"mode": "tolerance", "rel": self.rel, "abs": self.abs, "reason": self.reason}
+        return {"mode": self.mode, "reason": self.reason}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Comparison":
         """Read a policy from fixture data (already schema-checked)."""
-        if data["mode"] == "exact":
-            return Comparison("exact", data["reason"])
-        return Comparison("tolerance", data["reason"], float(data["rel"]), float(data["abs"]))
+        return Comparison(data["mode"], data["reason"])
+
+
+def agree(expected: float, actual: float, bound: Optional[float]) -> bool:
+    """Whether two floats agree: the same bits, or (with a bound) both finite and within it.
+
+    ``bound`` None means compared exactly; under a bound a difference only in the sign of
+    zero agrees.
+    """
+    if ulp_distance(expected, actual) == 0.0:
+        return True
+    if bound is None or not (math.isfinite(expected) and math.isfinite(actual)):
+        return False
+    return abs(expected - actual) <= bound
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,15 @@ class Fixture:
     program: Program
     expected: tuple[dict[str, Any], ...]
     provenance: dict[str, str]
+    bounds: dict[str, tuple[StepBounds, ...]]
+    """Per profile (``contract`` only when the comparison is not exact, ``numeric`` always), one map per step."""
     path: Optional[Path] = None
+
+    def step_bounds(self, profile: str) -> Optional[tuple[StepBounds, ...]]:
+        """The bounds a profile compares this fixture under; None when it compares bit for bit."""
+        if profile == "contract" and self.comparison.exact:
+            return None
+        return self.bounds[profile]
 
     def to_json(self) -> dict[str, Any]:
         """The fixture file's data, keys in their canonical order."""
@@ -113,6 +133,7 @@ class Fixture:
             "comparison": self.comparison.to_json(),
             "program": [step.to_json() for step in self.program],
             "expected": list(self.expected),
+            "bounds": {profile: list(steps) for profile, steps in self.bounds.items()},
             "provenance": dict(self.provenance),
         }
 
@@ -161,13 +182,8 @@ def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
         raise FixtureBug(str(error)) from None
     if len(data["expected"]) != len(program):
         raise FixtureBug(f"{source}: field 'expected' has {len(data['expected'])} observations for {len(program)} steps")
-    try:
-        comparison = Comparison.from_json(data["comparison"])
-        for field in ("rel", "abs"):
-            if field in data["comparison"]:
-                decode_float(data["comparison"][field], f"comparison.{field}")
-    except WireError as error:
-        raise FixtureBug(f"{source}: {error}") from None
+    comparison = Comparison.from_json(data["comparison"])
+    bounds = _read_bounds(data, comparison, len(program), source)
     return Fixture(
         id=data["id"],
         description=data["description"],
@@ -178,8 +194,29 @@ def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
         program=program,
         expected=tuple(data["expected"]),
         provenance=data["provenance"],
+        bounds=bounds,
         path=path,
     )
+
+
+def _read_bounds(data: dict[str, Any], comparison: Comparison, steps: int, source: str) -> dict[str, tuple[StepBounds, ...]]:
+    """The fixture's bounds per profile, checked against its comparison and program (schema already checked)."""
+    wanted = ("numeric",) if comparison.exact else ("contract", "numeric")
+    raw = data["bounds"]
+    if tuple(sorted(raw)) != tuple(sorted(wanted)):
+        raise FixtureBug(f"{source}: field 'bounds' must hold exactly {', '.join(wanted)} for a {comparison.mode} comparison")
+    out = {}
+    for profile in wanted:
+        if len(raw[profile]) != steps:
+            raise FixtureBug(f"{source}: field 'bounds.{profile}' has {len(raw[profile])} entries for {steps} steps")
+        try:
+            out[profile] = tuple(
+                {path: decode_float(bound, f"bounds.{profile}[{index}].{path}") for path, bound in step.items()}
+                for index, step in enumerate(raw[profile])
+            )
+        except WireError as error:
+            raise FixtureBug(f"{source}: {error}") from None
+    return out
 
 
 def fixture_paths(root: Path = FIXTURES_DIR) -> list[Path]:

@@ -28,7 +28,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
-from .compare import Difference, compare_level
+from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import diagnose, diagnose_error
 from .fixture import FIXTURES_DIR, LEVELS, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
@@ -55,6 +55,8 @@ class Divergence:
     count: int = 0
     observations: tuple[Any, ...] = ()
     diagnosis: tuple[str, ...] = ()
+    profile: str = DEFAULT_PROFILE
+    """The profile the program was compared under (docs/contract.md section 9)."""
 
     def describe(self) -> str:
         """The program, one step a line, then the first difference (or the fault) and the likely bug."""
@@ -75,6 +77,8 @@ class FuzzResult:
 
     handshake: Handshake
     levels: tuple[str, ...]
+    profile: str = DEFAULT_PROFILE
+    """The profile every program was compared under."""
     examples: int = 0
     calls: int = 0
     first_found_at: Optional[int] = None
@@ -119,19 +123,28 @@ def strategy_for(hello: Handshake, levels: tuple[str, ...], max_steps: int, excl
     )
 
 
-def examine(transport: Transport, program: Program, levels: tuple[str, ...]) -> Optional[Divergence]:
-    """Run one program on the reference and the adapter; the first divergence, or None when they agree."""
+def examine(
+    transport: Transport, program: Program, levels: tuple[str, ...], profile: str = DEFAULT_PROFILE
+) -> Optional[Divergence]:
+    """Run one program on the reference and the adapter; the first divergence, or None when they agree.
+
+    The program becomes a fixture as the generator makes one, bounds included, and the
+    adapter's floats are compared under ``profile`` exactly as ``conformance run`` would.
+    """
     fixture = build_fixture(Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz"))
     checked = [level for level in fixture.levels if level in levels]
     try:
         observations = transport.run(FUZZ_CASE, program)
     except AdapterFault as fault:
         hint = diagnose_error(str(fault))
-        return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else ())
+        return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
     for level in checked:
-        differences, _ = compare_level(fixture, observations, level)
+        differences, _ = compare_level(fixture, observations, level, profile=profile)
         if differences:
-            return Divergence(program, fixture, level, differences[0], count=len(differences), observations=tuple(observations))
+            observed = tuple(observations)
+            return Divergence(
+                program, fixture, level, differences[0], count=len(differences), observations=observed, profile=profile
+            )
     return None
 
 
@@ -148,7 +161,7 @@ def minimize(transport: Transport, divergence: Divergence, result: Optional[Fuzz
     def still(program: Program) -> Optional[Divergence]:
         if result is not None:
             result.calls += 1
-        found = examine(transport, program, levels)
+        found = examine(transport, program, levels, divergence.profile)
         if found is None or found.level != divergence.level:
             return None
         return found
@@ -210,7 +223,7 @@ def signature(divergence: Divergence) -> tuple[Any, ...]:
 def _with_diagnosis(divergence: Divergence) -> Divergence:
     if divergence.fault is not None:
         return divergence
-    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level))
+    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level, divergence.profile))
     return replace(divergence, diagnosis=found)
 
 
@@ -227,6 +240,7 @@ def fuzz(
     progress: Optional[Callable[[FuzzResult, bool], None]] = None,
     exclude_ops: Optional[list[str]] = None,
     keep_going: bool = False,
+    profile: Optional[str] = None,
 ) -> FuzzResult:
     """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
 
@@ -238,9 +252,11 @@ def fuzz(
     divergence: each one whose signature (level, diagnosis, kind of difference)
     is new is shrunk by step deletion and recorded in ``divergences``, and the
     search goes on for all ``examples``, so one known bug cannot hide the others.
+    ``profile`` overrides the one the adapter declares.
     """
     hello = transport.handshake()
-    result = FuzzResult(hello, compared_levels(hello, levels, skip))
+    profile = profile or hello.profile
+    result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()
@@ -265,7 +281,7 @@ def fuzz(
         if progress is not None:
             result.seconds = time.monotonic() - started
             progress(result, False)
-        divergence = examine(transport, program, result.levels)
+        divergence = examine(transport, program, result.levels, profile)
         if divergence is not None and keep_going:
             _record_if_new(transport, _with_diagnosis(divergence), result, seen, shrink)
             return

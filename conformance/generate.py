@@ -4,9 +4,10 @@ Cases come from the TOML files in ``conformance/cases/`` (hand-written, one
 ``[[case]]`` table each) and from the Python families in
 ``conformance/cases/families.py``. For every case the reference runs the
 program, and the generator decides the levels the case checks and its
-comparison policy (docs/contract.md section 10): ``exact`` only when every op is IEEE-exact
-and every pass adjoint sum is provably independent of summation order,
-otherwise a tolerance. ``regen`` writes atomically; ``regen --check`` only
+comparison policy (docs/contract.md section 9): ``exact`` only when every op is IEEE-exact
+and every pass adjoint sum is provably independent of summation order, otherwise
+``bounds``; and the bound of every compared float under each profile, derived by
+``conformance.bounds``. ``regen`` writes atomically; ``regen --check`` only
 compares and lists stale, missing and extra files.
 """
 
@@ -23,6 +24,7 @@ from typing import Any, Iterable, Optional
 import reference
 from reference.ops import IEEE_EXACT_OPS
 
+from .bounds import LIBM_ULPS, Profile, derive_bounds
 from .execute import run_program
 from .fixture import (
     FIXTURES_DIR,
@@ -37,14 +39,10 @@ from .fixture import (
 )
 from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
 from .tomlfile import load_toml
-from .wire import to_json_ready
+from .wire import float_bits_equal, to_json_ready
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 ROOT = CASES_DIR.parent.parent
-
-#: Tolerance for cases whose ops go through a port's libm (exp, log, tanh, pow):
-#: a few ulps per op, propagated through a handful of ops.
-DEFAULT_REL = 1e-13
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,6 @@ class Case:
     program: Program
     generator: str
     levels: Optional[tuple[str, ...]] = None
-    comparison: Optional[Comparison] = None
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,7 +71,7 @@ def load_toml_cases(path: Path) -> list[Case]:
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("description"), str):
             raise CaseError(f"{where}: needs string fields 'id' and 'description'")
         where = f"{source}: case {raw['id']!r}"
-        unknown = set(raw) - {"id", "description", "program", "levels", "comparison"}
+        unknown = set(raw) - {"id", "description", "program", "levels"}
         if unknown:
             raise CaseError(f"{where}: unexpected field {sorted(unknown)[0]!r}")
         try:
@@ -84,12 +81,7 @@ def load_toml_cases(path: Path) -> list[Case]:
         levels = raw.get("levels")
         if levels is not None and (not isinstance(levels, list) or not set(levels) <= set(LEVELS)):
             raise CaseError(f"{where}: field 'levels' must be a list drawn from {', '.join(LEVELS)}")
-        comparison = None
-        if "comparison" in raw:
-            spec = dict(raw["comparison"])
-            spec.setdefault("abs", 0.0)
-            comparison = Comparison.from_json(spec)
-        cases.append(Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None, comparison))
+        cases.append(Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None))
     return cases
 
 
@@ -119,9 +111,13 @@ def build_fixture(case: Case) -> Fixture:
     except ProgramError as error:
         raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     levels = case.levels or default_levels(case.program, observations)
-    comparison = case.comparison or choose_comparison(case.program, observations)
+    comparison = choose_comparison(case.program, observations)
     if "trace" not in levels and "order" not in levels:
         observations = [{k: v for k, v in obs.items() if k != "pass"} for obs in observations]
+    try:
+        bounds = fixture_bounds(case.program, observations, comparison)
+    except BoundsMismatch as error:
+        raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     fixture = Fixture(
         id=case.id,
         description=case.description,
@@ -131,6 +127,7 @@ def build_fixture(case: Case) -> Fixture:
         comparison=comparison,
         program=case.program,
         expected=tuple(observations),
+        bounds=bounds,
         provenance={
             "reference_version": reference.__version__,
             "generator": case.generator,
@@ -153,7 +150,7 @@ def default_levels(program: Program, observations: list[dict[str, Any]]) -> tupl
 
 
 def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> Comparison:
-    """Exact when provably order-independent and IEEE-exact, else a tolerance (docs/contract.md section 10)."""
+    """Exact when provably order-independent and IEEE-exact, else per-value bounds (docs/contract.md section 9)."""
     leaves = {"variable", "constant", "detach"}
     inexact = sorted({step.op for step in program if step.id and step.op not in IEEE_EXACT_OPS} - leaves)
     crowded = _order_dependent_sums(observations)
@@ -165,12 +162,79 @@ def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> C
         )
     reasons = []
     if inexact:
-        reasons.append(
-            f"{', '.join(inexact)} may come from a port's libm, within an ulp or so of the correctly rounded reference"
-        )
+        reasons.append(f"{', '.join(inexact)} may come from a port's libm, within {LIBM_ULPS} ulps of the true value")
+    if "tanh" in inexact:
+        reasons.append("1 - t*t may be one fused multiply-add")
+    if any(step.op == "backward" for step in program):
+        reasons.append("backward's pass + upstream * local may be one fused multiply-add")
     if crowded:
-        reasons.append(f"{crowded} node(s) sum three or more inexact contributions, whose rounding depends on order")
-    return Comparison("tolerance", "; ".join(reasons), DEFAULT_REL, 0.0)
+        reasons.append(f"{crowded} pass adjoint(s) sum three or more inexact contributions, in any order")
+    return Comparison(
+        "bounds",
+        "; ".join(reasons) + ": each float's bound is derived from these by interval evaluation (field bounds)",
+    )
+
+
+class BoundsMismatch(ValueError):
+    """The bounds replay computed another contract value than the reference: a bug in one of them."""
+
+
+def fixture_bounds(
+    program: Program, observations: list[dict[str, Any]], comparison: Comparison
+) -> dict[str, tuple[dict[str, float], ...]]:
+    """The fixture's bounds: ``numeric`` always, ``contract`` unless compared exactly.
+
+    Only floats the observations hold get a bound (a fixture without trace keeps no pass
+    record). The replay computes every contract value a second time, independently of the
+    reference's graph; each must equal the observed float bit for bit, or the fixture is not
+    made.
+    """
+    profiles: tuple[Profile, ...] = ("numeric",) if comparison.exact else ("contract", "numeric")
+    out: dict[str, tuple[dict[str, float], ...]] = {}
+    for profile in profiles:
+        steps = derive_bounds(program, profile)
+        kept = []
+        for index, (bounds, observation) in enumerate(zip(steps, observations)):
+            floats = _observed_floats(observation)
+            for path, (value, _) in bounds.items():
+                observed = floats.get(path)
+                if isinstance(observed, float) and not float_bits_equal(value, observed):
+                    raise BoundsMismatch(f"step {index}: {path}: the bounds replay has {value!r}, the reference {observed!r}")
+            kept.append({path: compact_bound(b) for path, (_, b) in bounds.items() if b > 0.0 and path in floats})
+        out[profile] = tuple(kept)
+    return out
+
+
+def _observed_floats(observation: dict[str, Any]) -> dict[str, Any]:
+    """Every float an observation holds, by its bounds path (docs/fixtures.md)."""
+    out: dict[str, Any] = {}
+    if "value" in observation:
+        out["value"] = observation["value"]
+    for key in ("gradients", "error"):
+        for name, value in observation.get(key, {}).items():
+            out[f"{key}.{name}"] = value
+    record = observation.get("pass")
+    if record is not None:
+        for node in record["nodes"]:
+            for key in ("value", "pass_adjoint", "stored_gradient"):
+                out[f"pass.nodes[{node['node']}].{key}"] = node[key]
+        for position, edge in enumerate(record["edges"]):
+            for key in ("local_derivative", "upstream", "contribution"):
+                out[f"pass.edges[{edge['child']}:{edge['operand']}].{key}"] = edge[key]
+            for key in ("before", "after"):
+                out[f"pass.edges[{position}].{key}"] = edge[key]
+    return out
+
+
+def compact_bound(bound: float) -> float:
+    """A bound rounded up to three significant digits, so fixture files stay small and never tighter."""
+    if not math.isfinite(bound):
+        return bound
+    mantissa, exponent = f"{bound:.2e}".split("e")
+    rounded = float(f"{mantissa}e{exponent}")
+    if rounded < bound:  # rounded to nearest went down: the next three-digit decimal is above bound
+        rounded = float(f"{float(mantissa) + 0.01:.2f}e{exponent}")
+    return rounded
 
 
 def _order_dependent_sums(observations: list[dict[str, Any]]) -> int:

@@ -334,7 +334,7 @@ class _Gatherer:
                     data["outcome"],
                     data.get("message", ""),
                     tuple(data.get("diagnosis", ())),
-                    float(data.get("largest_ulps") or 0.0),
+                    float(data.get("largest_share") or 0.0),
                     data.get("reason", ""),
                 )
             )

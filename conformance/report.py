@@ -73,11 +73,12 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             lines.append(f"{run.name}: unavailable: {run.reason}")
         elif run.handshake is not None:
             hello = run.handshake
-            at = run.largest_ulps_at
+            at = run.largest_share_at
             where = f" (at {at.case} [{at.level}])" if at is not None else ""
+            closest = f"{run.largest_share:.2g} of its bound{where}" if at is not None else "every float the same bits"
             lines.append(
-                f"{run.name}: {hello.name} {hello.version} ({hello.language}), {run.seconds:.1f} s, "
-                f"largest distance among agreeing nonzero floats: {run.largest_ulps:.0f} ulp{where}"
+                f"{run.name}: {hello.name} {hello.version} ({hello.language}), profile {hello.profile}, "
+                f"{run.seconds:.1f} s, closest agreeing float: {closest}"
             )
     return "\n".join(lines)
 
@@ -162,7 +163,9 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         if run.interrupted:
             entry["interrupted"] = run.interrupted
         entry["seconds"] = round(run.seconds, 3)
-        entry["largest_ulps"] = run.largest_ulps if math.isfinite(run.largest_ulps) else None
+        entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
+        if run.largest_share_at is not None:
+            entry["largest_share_at"] = {"case": run.largest_share_at.case, "level": run.largest_share_at.level}
         entry["levels"] = {level: {outcome: run.count(outcome, level) for outcome in COLUMNS} for level in LEVELS}
         adapters.append(entry)
     results = [r.to_json() for run in runs for r in run.results]

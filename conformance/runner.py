@@ -17,7 +17,7 @@ The CLI and the pytest plugin both use it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Optional
 
 from .compare import compare_level
@@ -44,7 +44,8 @@ class Result:
     outcome: str
     message: str = ""
     diagnosis: tuple[str, ...] = ()
-    largest_ulps: float = 0.0
+    largest_share: float = 0.0
+    """The largest ``|expected - actual| / bound`` among floats that agreed within a nonzero bound."""
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -55,7 +56,7 @@ class Result:
             data["diagnosis"] = list(self.diagnosis)
         if self.reason:
             data["reason"] = self.reason
-        data["largest_ulps"] = self.largest_ulps
+        data["largest_share"] = self.largest_share
         if self.outcome == "failed":
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -98,16 +99,16 @@ class AdapterRun:
         return [r for r in self.results if r.outcome in UNEXPECTED]
 
     @property
-    def largest_ulps(self) -> float:
-        """The largest float distance seen between expected and actual among agreeing values."""
-        at = self.largest_ulps_at
-        return at.largest_ulps if at is not None else 0.0
+    def largest_share(self) -> float:
+        """The largest share of its bound that an agreeing float used (0 when every float matched exactly)."""
+        at = self.largest_share_at
+        return at.largest_share if at is not None else 0.0
 
     @property
-    def largest_ulps_at(self) -> Optional[Result]:
-        """The result where that largest distance was seen (None when every agreeing float was exact)."""
-        best = max(self.results, key=lambda r: r.largest_ulps, default=None)
-        return best if best is not None and best.largest_ulps > 0 else None
+    def largest_share_at(self) -> Optional[Result]:
+        """The result where that largest share was seen (None when every agreeing float was exact)."""
+        best = max(self.results, key=lambda r: r.largest_share, default=None)
+        return best if best is not None and best.largest_share > 0 else None
 
 
 def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
@@ -168,8 +169,10 @@ class AdapterSession:
         deadline: Optional[float] = None,
         budget_note: str = "the run's time budget ran out",
         on_result: Optional[Callable[[list[Result]], None]] = None,
+        profile: Optional[str] = None,
     ) -> None:
         self.name = name
+        self.profile = profile
         self.transport = transport
         self.expected = expected
         self.deadline = deadline
@@ -199,6 +202,8 @@ class AdapterSession:
         self._attempt_started = time.monotonic()
         try:
             self.hello = self.transport.handshake()
+            if self.profile is not None:
+                self.hello = replace(self.hello, profile=self.profile)
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
@@ -246,8 +251,11 @@ def run_adapter(
     deadline: Optional[float] = None,
     budget_note: str = "the run's time budget ran out",
     on_result: Optional[Callable[[list[Result]], None]] = None,
+    profile: Optional[str] = None,
 ) -> AdapterRun:
     """Run every fixture on one adapter; never raises for adapter faults.
+
+    ``profile`` overrides the profile the adapter declares in its hello (docs/contract.md section 9).
 
     An interrupt (Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the CLI) ends the loop: the cases not
     reached are reported as not run and ``interrupted`` says why, so the caller can still write its reports.
@@ -255,7 +263,9 @@ def run_adapter(
     run = AdapterRun(name)
     fixtures = list(fixtures)
     started = time.monotonic()
-    session = AdapterSession(name, transport, expected, deadline=deadline, budget_note=budget_note, on_result=on_result)
+    session = AdapterSession(
+        name, transport, expected, deadline=deadline, budget_note=budget_note, on_result=on_result, profile=profile
+    )
     index = 0
     try:
         for index, fixture in enumerate(fixtures):
@@ -302,14 +312,15 @@ def run_case(
         return unsupported + _charge(name, fixture, levels, str(fault), expected)
     results = []
     for level in levels:
-        differences, ulps = compare_level(fixture, observations, level)
+        differences, share = compare_level(fixture, observations, level, profile=hello.profile)
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
-            outcome = Result(name, fixture.id, level, "failed", message, tuple(diagnose(fixture, observations, level)), ulps)
+            diagnosis = tuple(diagnose(fixture, observations, level, hello.profile))
+            outcome = Result(name, fixture.id, level, "failed", message, diagnosis, share)
         else:
-            outcome = Result(name, fixture.id, level, "passed", largest_ulps=ulps)
+            outcome = Result(name, fixture.id, level, "passed", largest_share=share)
         results.append(_apply_expected(outcome, expected))
     return unsupported + results
 
@@ -333,7 +344,7 @@ def _apply_expected(result: Result, expected: list[Expected]) -> Result:
             "xfailed",
             result.message,
             result.diagnosis,
-            result.largest_ulps,
+            result.largest_share,
             entry.reason,
         )
     if result.outcome == "passed":

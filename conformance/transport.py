@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
+from .bounds import PROFILES
 from .execute import run_program
 from .program import DECLARABLE_OPS, Program, program_to_json
 from .wire import dumps_line, loads
@@ -89,6 +90,8 @@ class Handshake:
     ops: frozenset[str]
     levels: frozenset[str]
     features: frozenset[str] = field(default_factory=frozenset)
+    profile: str = "contract"
+    """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
 
     @staticmethod
     def parse(message: Any) -> "Handshake":
@@ -111,7 +114,12 @@ class Handshake:
             if unknown:
                 raise AdapterFault(f"hello: field {key!r}: unknown {unknown[0]!r} (known: {', '.join(allowed)})")
             sets[key] = frozenset(raw)
-        return Handshake(engine["name"], engine["version"], engine["language"], sets["ops"], sets["levels"], sets["features"])
+        profile = message.get("profile", "contract")
+        if profile not in PROFILES:
+            raise AdapterFault(f"hello: field 'profile': unknown {profile!r} (known: {', '.join(PROFILES)})")
+        return Handshake(
+            engine["name"], engine["version"], engine["language"], sets["ops"], sets["levels"], sets["features"], profile
+        )
 
 
 class Transport(Protocol):

@@ -202,7 +202,10 @@ def test_the_largest_distance_names_the_case_and_level_it_was_seen_at():
     run = AdapterRun("port", handshake=Handshake("port", "1", "c", frozenset(), frozenset(), frozenset()))
     run.results = [
         Result("port", "ops/add/ordinary", "values", "passed"),
-        Result("port", "ops/tanh/ordinary", "trace", "passed", largest_ulps=4.0),
-        Result("port", "ops/exp/ordinary", "values", "passed", largest_ulps=1.0),
+        Result("port", "ops/tanh/ordinary", "trace", "passed", largest_share=0.5),
+        Result("port", "ops/exp/ordinary", "values", "passed", largest_share=0.25),
     ]
-    assert "largest distance among agreeing nonzero floats: 4 ulp (at ops/tanh/ordinary [trace])" in matrix_text([run])
+    assert "profile contract" in matrix_text([run])
+    assert "closest agreeing float: 0.5 of its bound (at ops/tanh/ordinary [trace])" in matrix_text([run])
+    run.results = run.results[:1]
+    assert "closest agreeing float: every float the same bits" in matrix_text([run])

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.bounds import FORMULA_ULPS, LIBM_ULPS
 from conformance.contract import ContractError, contract_path, load_rules, parse_rules, rules_for_case
 from conformance.fixture import FIXTURES_DIR, fixture_ids
-from conformance.generate import DEFAULT_REL
 from reference.errors import ERROR_KINDS
 from reference.ops import OPS
 
@@ -66,8 +66,9 @@ def test_every_error_kind_is_written_with_its_fields_in_order(kind):
     assert f"`{kind} {{{fields}}}`" in written or f"`{kind}` {{{fields}}}" in written.replace("`{", "{")
 
 
-def test_the_stated_default_tolerance_is_the_generators():
-    assert f"rel {DEFAULT_REL:g}" in CONTRACT
+def test_the_stated_error_budgets_are_the_generators():
+    assert f"within **{LIBM_ULPS} ulps** of the true function value" in CONTRACT
+    assert f"another formula within **{FORMULA_ULPS} ulps** of the exact result" in CONTRACT
 
 
 def test_a_duplicate_rule_or_one_without_fixtures_is_a_clear_error():

@@ -98,8 +98,10 @@ def test_the_fan_out_case_has_a_thousand_unmerged_edges_and_is_still_exact():
 
 
 def test_fixtures_stay_a_few_megabytes():
+    # The corpus travels in the wheel. About 4 MB of cases, plus the per-float bounds of two
+    # profiles (about half as much again, most of it for the two LLM cases).
     total = sum(path.stat().st_size for path in Path(FIXTURES_DIR).rglob("*.json"))
-    assert total < 4_000_000, total
+    assert total < 7_000_000, total
 
 
 @pytest.mark.parametrize("fixture", CORPUS, ids=lambda f: f.id)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..bounds import PROFILES
 from ..errors import UsageError
 from ..fixture import FIXTURES_DIR, LEVELS
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
@@ -69,6 +70,11 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         help="do not stop at the first divergence: record each distinct one (level, diagnosis, kind), shrunk, "
         "and go on for all --examples",
     )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="compare under this profile instead of the one the adapter declares (docs/contract.md section 9)",
+    )
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-program timeout (default 10)")
     parser.add_argument("--save", action="store_true", help="keep the minimal program as a regression case and fixture")
     parser.add_argument("--cases-dir", type=Path, default=REGRESSIONS_CASES_DIR, help="where --save writes the case")
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             progress=_progress(adapter.name),
             exclude_ops=args.exclude_op,
             keep_going=args.keep_going,
+            profile=args.profile,
         )
     except AdapterFault as fault:
         print(f"{adapter.name}: the adapter failed to start: {fault}")
@@ -141,7 +148,8 @@ def _summary(name: str, result: FuzzResult, args: argparse.Namespace) -> str:
     skipped = [level for level in hello.levels if level not in result.levels]
     levels = ", ".join(result.levels) + (f" (not compared: {', '.join(sorted(skipped))})" if skipped else "")
     head = (
-        f"{name} ({hello.name} {hello.version}, {hello.language}): seed {args.seed}, levels {levels}; "
+        f"{name} ({hello.name} {hello.version}, {hello.language}): profile {result.profile}, seed {args.seed}, "
+        f"levels {levels}; "
         f"{result.calls} program(s) in {result.seconds:.1f} s, {result.rate:.1f} examples/s"
     )
     if result.divergence is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Optional
 
+from ..bounds import PROFILES
 from ..errors import UsageError
 from ..expected import Expected, load_expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
@@ -59,6 +60,13 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
+    )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="compare floats under this profile instead of the one each adapter declares "
+        "(docs/contract.md section 9: contract compares exact cases bit for bit, numeric compares every case under "
+        "its derived bounds)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
@@ -245,6 +253,7 @@ def _run_one(
             deadline=deadline,
             budget_note=budget_note,
             on_result=log.results,
+            profile=args.profile,
         )
     finally:
         transport.close()

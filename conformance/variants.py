@@ -1,0 +1,222 @@
+"""Correct engines that round differently from the contract: the check on the derived bounds.
+
+Each ``VariantEngine`` is a port a porter could honestly write, using one allowance that
+docs/contract.md section 9 grants, or (under ``numeric``) a formula that is algebraically
+equal to the contract's. The corpus and the fuzzer must find no difference on any of them
+under their profile, while every bug of the catalogue (conformance/mutants.py) still fails:
+that is what shows the bounds are wide enough and still tight (tests/test_bounds.py,
+bench/bounds_check.py).
+
+Contract-profile variants:
+
+- ``libm``: exp, log, tanh and pow from the platform's C library (glibc here).
+- ``fma``: ``1 - t*t`` as one fused multiply-add, and backward's ``pass + upstream * local``
+  fused too. The contract allows the fused sum only where a case is not compared exactly,
+  so this variant is checked on the other cases.
+- ``reversed-sums`` and ``shuffled-sums``: every pass adjoint sums its contributions in
+  reverse processing order, or in a seeded random order. Their edge records then hold
+  other ``before``/``after`` partial sums, so they do not declare ``order``.
+
+Numeric-profile variants (an engine not written from the contract, such as autograd):
+
+- ``accurate-tanh-derivative``: tanh's local derivative is sech^2(a), correctly rounded.
+- ``divisor-contribution``: the divisor's local derivative is ``-a/(b*b)`` and its edge's
+  contribution is computed directly as ``(-g * a) / (b * b)``, as autograd does.
+- ``everything``: all of the above at once, with libm, fused multiply-adds and shuffled sums.
+
+``a / b`` as ``a * (1 / b)`` (micrograd) is not among them: it is within rounding of the
+contract while ``1 / b`` is finite, but ``1e-300 / 1e-310`` overflows there and fails with
+another error, a difference the numeric profile rightly reports.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Optional
+
+import gmpy2
+
+from reference.crmath import ieee_div
+from reference.errors import NonFiniteContribution, NonFinitePassAdjoint
+
+from .mutants import _LIBM_EXP, _LIBM_LOG, _LIBM_POW, _LIBM_TANH, MutantEngine, _Node
+from .program import DECLARABLE_OPS, Program
+from .transport import LEVEL_NAMES, AdapterFault, Handshake
+
+_IEEE = gmpy2.ieee(64)
+
+#: Variant name -> (its profile, the allowances it takes).
+VARIANTS: dict[str, tuple[str, frozenset[str]]] = {
+    "libm": ("contract", frozenset({"libm"})),
+    "fma": ("contract", frozenset({"fma"})),
+    "reversed-sums": ("contract", frozenset({"reversed-sums"})),
+    "shuffled-sums": ("contract", frozenset({"shuffled-sums"})),
+    "contract-everything": ("contract", frozenset({"libm", "fma", "shuffled-sums"})),
+    "accurate-tanh-derivative": ("numeric", frozenset({"accurate-tanh-derivative"})),
+    "divisor-contribution": ("numeric", frozenset({"divisor-contribution"})),
+    "everything": (
+        "numeric",
+        frozenset(
+            {
+                "libm",
+                "fma",
+                "shuffled-sums",
+                "accurate-tanh-derivative",
+                "divisor-contribution",
+            }
+        ),
+    ),
+}
+
+
+def fma(x: float, y: float, z: float) -> float:
+    """``x * y + z`` with one rounding, as a hardware fused multiply-add gives it."""
+    return float(_IEEE.fma(x, y, z))
+
+
+def sech_squared(a: float) -> float:
+    """sech(a)^2, the exact derivative of tanh, correctly rounded (to within a 256-bit intermediate)."""
+    with gmpy2.context(gmpy2.ieee(64), precision=256):
+        s = gmpy2.sech(gmpy2.mpfr(a))
+        return float(_IEEE.plus(s * s))
+
+
+class VariantEngine(MutantEngine):
+    """A correct engine that takes the allowances of one named variant (see VARIANTS)."""
+
+    def __init__(self, variant: str, seed: int = 0) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        super().__init__(None)
+        self.variant = variant
+        self.profile, self.takes = VARIANTS[variant]
+        self._random = random.Random(seed)
+
+    @property
+    def reorders_sums(self) -> bool:
+        """Whether pass adjoints are summed out of processing order (so ``order``'s partial sums differ)."""
+        return bool(self.takes & {"reversed-sums", "shuffled-sums"})
+
+    def _rule(self, op: str, values: tuple[float, ...], exponent: Optional[float]) -> tuple[float, tuple[float, ...]]:
+        takes = self.takes
+        a = values[0]
+        if op == "div" and "divisor-contribution" in takes:
+            return ieee_div(a, values[1]), (ieee_div(1.0, values[1]), -ieee_div(a, values[1] * values[1]))
+        if op == "tanh" and takes & {"libm", "fma", "accurate-tanh-derivative"}:
+            t = _LIBM_TANH(a) if "libm" in takes else super()._rule(op, values, exponent)[0]
+            if "accurate-tanh-derivative" in takes:
+                return t, (sech_squared(a),)
+            return t, (fma(-t, t, 1.0) if "fma" in takes else 1.0 - t * t,)
+        if "libm" in takes:
+            if op == "exp":
+                r = _LIBM_EXP(a)
+                return r, (r,)
+            if op == "log":
+                return _LIBM_LOG(a), (ieee_div(1.0, a),)
+            if op == "pow":
+                assert exponent is not None
+                r = _LIBM_POW(a, exponent)
+                return r, (0.0 if exponent == 0.0 else exponent * _LIBM_POW(a, exponent - 1.0),)
+        return super()._rule(op, values, exponent)
+
+    def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:
+        if "divisor-contribution" in self.takes and child.operation == "div" and slot == 1:
+            a, b = (operand.value for operand in child.operands)
+            return ieee_div(-upstream * a, b * b)
+        return upstream * local
+
+    def _backward(self, output: _Node, seed: float) -> dict[str, Any]:
+        if not self.reorders_sums and not self.takes & {"fma", "divisor-contribution"}:
+            return super()._backward(output, seed)
+        # The contract's checks, in its order; only the arithmetic of a contribution and of a
+        # pass adjoint's sum differ (docs/contract.md section 5).
+        self._check_backward_start(output, seed)
+        topo = self._topology(output)
+        adjoint: dict[int, float] = {id(n): 0.0 for n in topo if n.tracked}
+        adjoint[id(output)] = seed
+        waiting: dict[int, list[tuple[int, float, float, float]]] = {id(n): [] for n in topo if n.tracked}
+        edges: list[Any] = []
+        for child in reversed(topo):
+            if child.tracked and waiting[id(child)]:
+                self._sum_into(child, adjoint, waiting[id(child)], edges)
+            upstream = adjoint.get(id(child), 0.0) if child.tracked else 0.0
+            for slot, parent in enumerate(child.operands):
+                local = child.locals[slot]
+                contribution = self._contribution(child, slot, upstream, local)
+                if not math.isfinite(contribution):
+                    raise NonFiniteContribution(
+                        child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
+                    )
+                edges.append([child, parent, slot, local, upstream, contribution, parent.tracked, None, None])
+                if not parent.tracked:
+                    continue
+                if self.reorders_sums:
+                    waiting[id(parent)].append((len(edges) - 1, upstream, local, contribution))
+                    continue
+                before = adjoint[id(parent)]
+                after = fma(upstream, local, before) if "fma" in self.takes else before + contribution
+                if not math.isfinite(after):
+                    raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
+                adjoint[id(parent)] = after
+                edges[-1][7:9] = [before, after]
+        totals = {id(node): self._prospective(node, adjoint[id(node)]) for node in topo if node.tracked}
+        for node in topo:
+            if id(node) in totals:
+                node.grad = totals[id(node)]
+        has_grad = lambda n: n.tracked  # noqa: E731 - the record's shape, as MutantEngine builds it
+        return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": [tuple(e) for e in edges], "has_grad": has_grad}
+
+    def _sum_into(
+        self, node: _Node, adjoint: dict[int, float], parts: list[tuple[int, float, float, float]], edges: list[Any]
+    ) -> None:
+        """Add a node's waiting contributions to its pass adjoint in this variant's order."""
+        order = list(reversed(parts)) if "reversed-sums" in self.takes else self._random.sample(parts, len(parts))
+        for index, upstream, local, contribution in order:
+            before = adjoint[id(node)]
+            after = fma(upstream, local, before) if "fma" in self.takes else before + contribution
+            if not math.isfinite(after):
+                raise NonFinitePassAdjoint(node=node, previous=before, contribution=contribution)
+            adjoint[id(node)] = after
+            edges[index][7:9] = [before, after]
+
+    def _check_backward_start(self, output: _Node, seed: float) -> None:
+        from reference.errors import NonFiniteSeed, UntrackedOutput
+
+        if not output.tracked:
+            raise UntrackedOutput(operation=output.operation)
+        if not math.isfinite(seed):
+            raise NonFiniteSeed(seed=seed)
+
+
+class VariantTransport:
+    """A variant engine called in-process, with the hello such a port would send."""
+
+    def __init__(self, variant: str, seed: int = 0) -> None:
+        self.engine = VariantEngine(variant, seed)
+        levels = frozenset(level for level in LEVEL_NAMES if not (level == "order" and self.engine.reorders_sums))
+        self.hello = Handshake(
+            f"variant-{variant}",
+            "0",
+            "python",
+            frozenset(DECLARABLE_OPS),
+            levels,
+            frozenset({"seed"}),
+            self.engine.profile,
+        )
+
+    def handshake(self) -> Handshake:
+        """The variant's hello."""
+        return self.hello
+
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+        """Run a program in-process; an exception becomes the fault a real adapter's error reply would be."""
+        try:
+            return self.engine.run(program)
+        except Exception as error:  # noqa: BLE001 - as a real adapter would reply with an error message
+            raise AdapterFault(
+                f"the variant could not run the case: {type(error).__name__}: {error}", kind="error-reply"
+            ) from None
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -408,10 +408,14 @@ class _Replay:
             return sequential
         if not all(p.bounded for p in parts):
             return _hull(sequential.v, *_UNBOUNDED)
-        magnitude = math.fsum(max(abs(p.lo), abs(p.hi)) for p in parts)
+        try:
+            magnitude = math.fsum(max(abs(p.lo), abs(p.hi)) for p in parts)
+            low_sum, high_sum = math.fsum(p.lo for p in parts), math.fsum(p.hi for p in parts)
+        except OverflowError:  # contributions near the largest float: another order may overflow
+            return _hull(sequential.v, *_UNBOUNDED)
         slack = 2.0 * n * _UNIT * magnitude + n * _TINY
-        lo = _down(math.fsum(p.lo for p in parts) - slack, 2)
-        hi = _up(math.fsum(p.hi for p in parts) + slack, 2)
+        lo = _down(low_sum - slack, 2)
+        hi = _up(high_sum + slack, 2)
         return _hull(sequential.v, min(lo, sequential.lo), max(hi, sequential.hi))
 
     def _gradients(self, bounds: StepBounds) -> None:

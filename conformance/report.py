@@ -147,6 +147,7 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             entry["reason"] = run.reason
         if run.handshake is not None:
             entry["engine"] = {"name": run.handshake.name, "version": run.handshake.version, "language": run.handshake.language}
+            entry["profile"] = run.handshake.profile
         entry.update({outcome: run.count(outcome) for outcome in ("passed", "failed", "unsupported", "xfailed", "xpassed")})
         entry["errors"] = run.count("error")
         entry["not_run"] = run.count("not-run")
@@ -220,6 +221,9 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if not run.available:
             lines.append(f"| {run.name} | unavailable: {run.reason} |" + " |" * len(COLUMNS))
+    profiles = [f"{run.name} {run.handshake.profile}" for run in runs if run.handshake is not None]
+    if profiles:
+        lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")
     for run in runs:
         if run.down is not None:
             lines.append(f"\n{run.name} was given up on as unresponsive: {run.down.message}")

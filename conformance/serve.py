@@ -24,7 +24,7 @@ RunCase = Callable[[Program], list[dict[str, Any]]]
 def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
     """Answer protocol requests until shutdown or end of input; returns the exit status.
 
-    ``hello`` holds the handshake fields ``engine``, ``ops``, ``levels`` and ``features``.
+    ``hello`` holds the handshake fields ``engine``, ``ops``, ``levels``, ``features`` and, optionally, ``profile``.
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout

@@ -12,10 +12,14 @@ Contract-profile variants:
 - ``libm``: exp, log, tanh and pow from the platform's C library (glibc here).
 - ``fma``: ``1 - t*t`` as one fused multiply-add, and backward's ``pass + upstream * local``
   fused too. The contract allows the fused sum only where a case is not compared exactly,
-  so this variant is checked on the other cases.
+  so under ``contract`` this port fuses its sums in every program that uses exp, log, tanh
+  or pow (never an exact case) and rounds the product elsewhere.
 - ``reversed-sums`` and ``shuffled-sums``: every pass adjoint sums its contributions in
   reverse processing order, or in a seeded random order. Their edge records then hold
-  other ``before``/``after`` partial sums, so they do not declare ``order``.
+  other ``before``/``after`` partial sums, so they do not declare ``order``; and near the
+  largest float another order can overflow a partial sum where processing order does not
+  (``1e308 + 1e308 - 1e308``), which rule ``backward.sum-edges`` decides by processing
+  order, so they do not declare ``errors`` either: the bounds cover rounding, not overflow.
 
 Numeric-profile variants (an engine not written from the contract, such as autograd):
 
@@ -23,6 +27,11 @@ Numeric-profile variants (an engine not written from the contract, such as autog
 - ``divisor-contribution``: the divisor's local derivative is ``-a/(b*b)`` and its edge's
   contribution is computed directly as ``(-g * a) / (b * b)``, as autograd does.
 - ``everything``: all of the above at once, with libm, fused multiply-adds and shuffled sums.
+
+Like the engines they stand for, numeric variants declare no ``errors`` level: their
+formulas are within rounding of the contract's in range, but overflow or underflow in
+other places (``-a/(b*b)`` is inf when ``b*b`` underflows, where ``-(r/b)`` is finite), so
+at the extremes they fail differently, which the numeric profile rightly reports.
 
 ``a / b`` as ``a * (1 / b)`` (micrograd) is not among them: it is within rounding of the
 contract while ``1 / b`` is finite, but ``1e-300 / 1e-310`` overflows there and fails with
@@ -92,6 +101,13 @@ class VariantEngine(MutantEngine):
         self.variant = variant
         self.profile, self.takes = VARIANTS[variant]
         self._random = random.Random(seed)
+        self._fuse_sums = False
+
+    def run(self, program: Program) -> list[dict[str, Any]]:
+        """Observe a program, fusing backward's sums where this variant's profile allows it."""
+        inexact = any(step.op in ("exp", "log", "tanh", "pow") for step in program)
+        self._fuse_sums = "fma" in self.takes and (self.profile == "numeric" or inexact)
+        return super().run(program)
 
     @property
     def reorders_sums(self) -> bool:
@@ -127,7 +143,7 @@ class VariantEngine(MutantEngine):
         return upstream * local
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:
-        if not self.reorders_sums and not self.takes & {"fma", "divisor-contribution"}:
+        if not self.reorders_sums and not self._fuse_sums and "divisor-contribution" not in self.takes:
             return super()._backward(output, seed)
         # The contract's checks, in its order; only the arithmetic of a contribution and of a
         # pass adjoint's sum differ (docs/contract.md section 5).
@@ -155,7 +171,7 @@ class VariantEngine(MutantEngine):
                     waiting[id(parent)].append((len(edges) - 1, upstream, local, contribution))
                     continue
                 before = adjoint[id(parent)]
-                after = fma(upstream, local, before) if "fma" in self.takes else before + contribution
+                after = fma(upstream, local, before) if self._fuse_sums else before + contribution
                 if not math.isfinite(after):
                     raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
                 adjoint[id(parent)] = after
@@ -174,7 +190,7 @@ class VariantEngine(MutantEngine):
         order = list(reversed(parts)) if "reversed-sums" in self.takes else self._random.sample(parts, len(parts))
         for index, upstream, local, contribution in order:
             before = adjoint[id(node)]
-            after = fma(upstream, local, before) if "fma" in self.takes else before + contribution
+            after = fma(upstream, local, before) if self._fuse_sums else before + contribution
             if not math.isfinite(after):
                 raise NonFinitePassAdjoint(node=node, previous=before, contribution=contribution)
             adjoint[id(node)] = after
@@ -194,7 +210,10 @@ class VariantTransport:
 
     def __init__(self, variant: str, seed: int = 0) -> None:
         self.engine = VariantEngine(variant, seed)
-        levels = frozenset(level for level in LEVEL_NAMES if not (level == "order" and self.engine.reorders_sums))
+        undeclared = {"order", "errors"} if self.engine.reorders_sums else set()
+        if self.engine.profile == "numeric":
+            undeclared.add("errors")
+        levels = frozenset(level for level in LEVEL_NAMES if level not in undeclared)
         self.hello = Handshake(
             f"variant-{variant}",
             "0",

@@ -9,8 +9,10 @@ and backward is ``output.backward(gradient=seed, retain_graph=True)``.
 None reports 0.0 (nothing accumulated yet). ``zero_grad(output)`` zeroes the
 ``.grad`` of every tensor the program built that the output reaches.
 PyTorch raises no typed errors for inf or nan, so the adapter declares only
-the values and gradients levels. The set-up never installs torch: without it
-this adapter is reported unavailable.
+the values and gradients levels. PyTorch is not written from the contract (its
+tanh backward is ``fma(-t, t, 1)``, its gradient sums are its own), so it declares
+the ``numeric`` profile (docs/contract.md section 9). The set-up never installs
+torch: without it this adapter is reported unavailable.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ HELLO = {
     "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
     "levels": ["values", "gradients"],
     "features": ["seed"],
+    "profile": "numeric",
 }
 
 OPS = {

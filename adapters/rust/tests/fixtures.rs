@@ -1,7 +1,9 @@
 //! Runs every canonical fixture (`../../fixtures/**/*.json`) on the engine and
 //! compares the observations with the fixture's `expected`, at every level the
-//! fixture declares, under its comparison policy (docs/protocol.md, "Levels:
-//! what is compared").
+//! fixture declares (docs/protocol.md, "Levels: what is compared"), under the
+//! `contract` profile: an `exact` fixture bit for bit, a `bounds` fixture with
+//! each float's bound from `bounds.contract` (docs/contract.md section 9,
+//! docs/fixtures.md "Comparison policy").
 //!
 //! The programs go through the same runner and JSON writer as the adapter
 //! (`program::run_program`, then the wire text, parsed back), so this checks
@@ -9,6 +11,7 @@
 //! step, the level and the path of the field that differs; a fixture that does
 //! not have the documented shape is reported as a fixture bug.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -17,34 +20,104 @@ use scalar_autodiff::program::parse_program;
 use scalar_autodiff::wire::{Json, decode_float, parse};
 use serde_json::{Map, Value};
 
-/// How floats are compared: `exact` bits (nan equals nan, -0.0 differs from
-/// 0.0), or `|a-b| <= abs + rel*max(|a|,|b|)` with non-finite values matching exactly.
-#[derive(Clone, Copy, Debug)]
+/// How a fixture's floats are compared under the `contract` profile, the one
+/// a port written from the contract declares (docs/contract.md section 9): an
+/// `exact` fixture bit for bit; a `bounds` fixture with each float's own bound,
+/// `bounds.contract[step][path]`, 0 when the path is absent.
+#[derive(Clone, Debug)]
 enum Policy {
     Exact,
-    Tolerance { rel: f64, abs: f64 },
+    Bounds(Vec<HashMap<String, f64>>),
 }
 
 impl Policy {
-    fn matches(self, expected: f64, actual: f64) -> bool {
-        if expected.is_nan() || actual.is_nan() {
-            return expected.is_nan() && actual.is_nan();
-        }
-        match self {
-            Policy::Exact => expected.to_bits() == actual.to_bits(),
-            Policy::Tolerance { rel, abs } => {
-                if !expected.is_finite() || !actual.is_finite() {
-                    return expected == actual;
-                }
-                (expected - actual).abs() <= abs + rel * expected.abs().max(actual.abs())
+    /// The fixture's policy, or a fixture bug when its comparison or bounds do
+    /// not have the documented shape for `steps` steps (docs/fixtures.md).
+    fn of(fixture: &Value, steps: usize) -> Result<Policy, String> {
+        let contract = fixture
+            .get("bounds")
+            .and_then(|bounds| bounds.get("contract"));
+        match (fixture["comparison"]["mode"].as_str(), contract) {
+            (Some("exact"), None) => Ok(Policy::Exact),
+            (Some("exact"), Some(_)) => {
+                Err("fixture bug: an exact comparison with bounds.contract".into())
             }
+            (Some("bounds"), None) => {
+                Err("fixture bug: a bounds comparison without bounds.contract".into())
+            }
+            (Some("bounds"), Some(contract)) => {
+                let Some(per_step) = contract.as_array() else {
+                    return Err(format!(
+                        "fixture bug: bounds.contract is {contract}, not a list"
+                    ));
+                };
+                if per_step.len() != steps {
+                    return Err(format!(
+                        "fixture bug: bounds.contract has {} entries for {steps} steps",
+                        per_step.len()
+                    ));
+                }
+                per_step
+                    .iter()
+                    .enumerate()
+                    .map(|(step, paths)| step_bounds(step, paths))
+                    .collect::<Result<_, _>>()
+                    .map(Policy::Bounds)
+            }
+            _ => Err(format!(
+                "fixture bug: unknown comparison {}",
+                fixture["comparison"]
+            )),
+        }
+    }
+
+    /// The bound of the float at `path` (its path within step `step`'s
+    /// observation, docs/fixtures.md), or None when it is compared bit for bit.
+    fn bound(&self, step: usize, path: &str) -> Option<f64> {
+        match self {
+            Policy::Exact => None,
+            Policy::Bounds(steps) => Some(steps[step].get(path).copied().unwrap_or(0.0)),
         }
     }
 }
 
+/// One step's bounds: each path's bound, a positive number or `"inf"`.
+fn step_bounds(step: usize, paths: &Value) -> Result<HashMap<String, f64>, String> {
+    let Some(paths) = paths.as_object() else {
+        return Err(format!(
+            "fixture bug: bounds.contract[{step}] is {paths}, not an object"
+        ));
+    };
+    paths
+        .iter()
+        .map(|(path, raw)| {
+            let where_ = format!("bounds.contract[{step}].{path}");
+            match decode_float(raw, &where_) {
+                Ok(bound) if bound > 0.0 => Ok((path.clone(), bound)),
+                Ok(_) => Err(format!(
+                    "fixture bug: {where_} is {raw}, not a positive bound"
+                )),
+                Err(error) => Err(format!("fixture bug: {error}")),
+            }
+        })
+        .collect()
+}
+
+/// Whether `actual` agrees with `expected`: the same bits (nan equals nan), or,
+/// under a bound, both finite and `|expected - actual| <= bound`. So -0.0 and
+/// 0.0 agree only under a bound, and a non-finite value must match exactly.
+fn agree(expected: f64, actual: f64, bound: Option<f64>) -> bool {
+    let same_bits =
+        expected.to_bits() == actual.to_bits() || (expected.is_nan() && actual.is_nan());
+    same_bits
+        || bound.is_some_and(|bound| {
+            expected.is_finite() && actual.is_finite() && (expected - actual).abs() <= bound
+        })
+}
+
 /// Differences found in one case, each "step N [level] path: message".
 struct Comparison<'a> {
-    policy: Policy,
+    policy: &'a Policy,
     step: usize,
     level: &'a str,
     differences: Vec<String>,
@@ -99,6 +172,8 @@ impl Comparison<'_> {
         self.float_values(e, a, &format!("{path}.{key}"));
     }
 
+    /// Compare two floats at `path` (`observations[STEP].` then the float's
+    /// bounds path) under the float's bound.
     fn float_values(&mut self, e: &Value, a: &Value, path: &str) {
         if e.is_null() || a.is_null() {
             if e.is_null() != a.is_null() {
@@ -106,11 +181,20 @@ impl Comparison<'_> {
             }
             return;
         }
+        let prefix = format!("observations[{}].", self.step);
+        let key = path.strip_prefix(&prefix).unwrap_or(path);
+        let bound = self.policy.bound(self.step, key);
         match (decode_float(e, path), decode_float(a, path)) {
-            (Ok(x), Ok(y)) if self.policy.matches(x, y) => {}
+            (Ok(x), Ok(y)) if agree(x, y, bound) => {}
             (Ok(x), Ok(y)) => self.differ(
                 path,
-                format!("expected {e}, got {a} (distance {:e})", (x - y).abs()),
+                format!(
+                    "expected {e}, got {a} (distance {:e}, {})",
+                    (x - y).abs(),
+                    bound.map_or("compared bit for bit".to_string(), |b| format!(
+                        "bound {b:e}"
+                    ))
+                ),
             ),
             (Err(error), _) => self.differ(path, format!("fixture bug: {error}")),
             (_, Err(error)) => self.differ(path, format!("not a float: {error}")),
@@ -189,8 +273,10 @@ impl Comparison<'_> {
                 items.sort_by(|x, y| x.0.cmp(&y.0));
                 items
             };
-        let node_key = |node: &Value| node["node"].to_string();
-        let edge_key = |edge: &Value| format!("({}, {})", edge["child"], edge["operand"]);
+        // The keys are those of the bounds paths: pass.nodes[ID], pass.edges[CHILD:SLOT].
+        let text = |value: &Value| value.as_str().map_or(value.to_string(), str::to_string);
+        let node_key = |node: &Value| text(&node["node"]);
+        let edge_key = |edge: &Value| format!("{}:{}", text(&edge["child"]), edge["operand"]);
         for (list, key, floats, exact) in [
             (
                 "nodes",
@@ -296,24 +382,6 @@ fn observe(program: &Value, id: &str) -> Result<Vec<Value>, String> {
 
 /// Compare one fixture; returns its differences (empty when it passes).
 fn check_case(fixture: &Value, id: &str) -> Vec<String> {
-    let policy = match fixture["comparison"]["mode"].as_str() {
-        Some("exact") => Policy::Exact,
-        Some("tolerance") => match (
-            fixture["comparison"]["rel"].as_f64(),
-            fixture["comparison"]["abs"].as_f64(),
-        ) {
-            (Some(rel), Some(abs)) => Policy::Tolerance { rel, abs },
-            _ => {
-                return vec!["fixture bug: a tolerance comparison without rel and abs".to_string()];
-            }
-        },
-        _ => {
-            return vec![format!(
-                "fixture bug: unknown comparison {}",
-                fixture["comparison"]
-            )];
-        }
-    };
     let levels: Vec<&str> = array(fixture, "levels")
         .iter()
         .filter_map(Value::as_str)
@@ -327,6 +395,10 @@ fn check_case(fixture: &Value, id: &str) -> Vec<String> {
             expected.len()
         )];
     }
+    let policy = match Policy::of(fixture, program.len()) {
+        Ok(policy) => policy,
+        Err(bug) => return vec![bug],
+    };
     let actual = match observe(&fixture["program"], id) {
         Ok(actual) => actual,
         Err(message) => return vec![message],
@@ -339,7 +411,7 @@ fn check_case(fixture: &Value, id: &str) -> Vec<String> {
         )];
     }
     let mut comparison = Comparison {
-        policy,
+        policy: &policy,
         step: 0,
         level: "",
         differences: Vec::new(),
@@ -473,19 +545,218 @@ fn every_canonical_fixture_passes_at_every_level_it_declares() {
     );
 }
 
+/// The float after `x` (toward +inf), for finite `x`.
+fn next_up(x: f64) -> f64 {
+    if x == 0.0 {
+        f64::from_bits(1)
+    } else if x > 0.0 {
+        f64::from_bits(x.to_bits() + 1)
+    } else {
+        f64::from_bits(x.to_bits() - 1)
+    }
+}
+
 #[test]
-fn the_policies_compare_as_documented() {
-    assert!(Policy::Exact.matches(f64::NAN, f64::NAN));
-    assert!(!Policy::Exact.matches(0.0, -0.0));
-    assert!(!Policy::Exact.matches(1.0, 1.0 + f64::EPSILON));
-    let tolerance = Policy::Tolerance {
-        rel: 1e-13,
-        abs: 0.0,
+fn floats_agree_as_the_contract_profile_documents() {
+    let one_ulp = next_up(1.0) - 1.0;
+    // exact: the same bits; nan equals nan; the sign of zero counts.
+    assert!(agree(f64::NAN, f64::NAN, None));
+    assert!(agree(1.0, 1.0, None));
+    assert!(!agree(0.0, -0.0, None));
+    assert!(!agree(1.0, next_up(1.0), None));
+    // A bound of 1 ulp lets 1 ulp through, not 2.
+    assert!(agree(1.0, next_up(1.0), Some(one_ulp)));
+    assert!(!agree(1.0, next_up(next_up(1.0)), Some(one_ulp)));
+    // Bound 0 (an absent path): the same number, but the sign of zero may differ.
+    assert!(agree(0.0, -0.0, Some(0.0)));
+    assert!(!agree(1.0, next_up(1.0), Some(0.0)));
+    // Non-finite values match exactly, whatever the bound.
+    assert!(!agree(f64::INFINITY, f64::MAX, Some(f64::INFINITY)));
+    assert!(!agree(f64::NAN, 1.0, Some(f64::INFINITY)));
+    assert!(!agree(
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        Some(f64::INFINITY)
+    ));
+    assert!(agree(f64::NEG_INFINITY, f64::NEG_INFINITY, Some(0.0)));
+    assert!(agree(f64::NAN, f64::NAN, Some(0.0)));
+}
+
+#[test]
+fn a_bound_is_read_from_its_path_and_an_absent_path_has_bound_0() {
+    let fixture = parse(
+        r#"{"comparison": {"mode": "bounds", "reason": "r"},
+            "bounds": {"contract": [{}, {"value": 1e-15, "gradients.x": "inf"}], "numeric": [{}, {}]}}"#,
+    )
+    .unwrap();
+    let policy = Policy::of(&fixture, 2).unwrap();
+    assert_eq!(policy.bound(1, "value"), Some(1e-15));
+    assert_eq!(policy.bound(1, "gradients.x"), Some(f64::INFINITY));
+    assert_eq!(policy.bound(1, "gradients.y"), Some(0.0));
+    assert_eq!(policy.bound(0, "value"), Some(0.0));
+    let exact =
+        parse(r#"{"comparison": {"mode": "exact", "reason": "r"}, "bounds": {"numeric": [{}]}}"#);
+    assert_eq!(
+        Policy::of(&exact.unwrap(), 1).unwrap().bound(0, "value"),
+        None
+    );
+}
+
+#[test]
+fn a_comparison_or_bounds_of_the_wrong_shape_is_a_fixture_bug() {
+    for (text, bug) in [
+        (
+            r#"{"comparison": {"mode": "tolerance", "rel": 1e-12, "abs": 0.0}}"#,
+            "unknown comparison",
+        ),
+        (
+            r#"{"comparison": {"mode": "bounds"}, "bounds": {"numeric": [{}]}}"#,
+            "without bounds.contract",
+        ),
+        (
+            r#"{"comparison": {"mode": "exact"}, "bounds": {"contract": [{}], "numeric": [{}]}}"#,
+            "an exact comparison with bounds.contract",
+        ),
+        (
+            r#"{"comparison": {"mode": "bounds"}, "bounds": {"contract": [{}, {}], "numeric": [{}]}}"#,
+            "2 entries for 1 steps",
+        ),
+        (
+            r#"{"comparison": {"mode": "bounds"}, "bounds": {"contract": [{"value": -1.0}], "numeric": [{}]}}"#,
+            "not a positive bound",
+        ),
+        (
+            r#"{"comparison": {"mode": "bounds"}, "bounds": {"contract": [{"value": "big"}], "numeric": [{}]}}"#,
+            "bounds.contract[0].value",
+        ),
+    ] {
+        let error = Policy::of(&parse(text).unwrap(), 1).unwrap_err();
+        assert!(
+            error.starts_with("fixture bug: ") && error.contains(bug),
+            "{text}: {error}"
+        );
+    }
+}
+
+/// The float of an observation at a bounds path (docs/fixtures.md), found the
+/// way conformance/generate.py names it, independently of the walker.
+fn float_at<'v>(observation: &'v mut Value, path: &str) -> &'v mut Value {
+    let Some(rest) = path.strip_prefix("pass.") else {
+        return match path.split_once('.') {
+            Some((object, name)) => &mut observation[object][name],
+            None => &mut observation[path],
+        };
     };
-    assert!(tolerance.matches(1.0, 1.0 + f64::EPSILON));
-    assert!(!tolerance.matches(1.0, 1.0 + 1e-12));
-    assert!(!tolerance.matches(f64::INFINITY, f64::MAX));
-    assert!(tolerance.matches(f64::NEG_INFINITY, f64::NEG_INFINITY));
+    let (head, key) = rest.rsplit_once('.').expect("pass.LIST[SELECTOR].KEY");
+    let (list, selector) = head
+        .trim_end_matches(']')
+        .split_once('[')
+        .expect("pass.LIST[SELECTOR]");
+    let items = observation["pass"][list].as_array_mut().expect("a list");
+    let item = match (list, selector.split_once(':'), selector.parse::<usize>()) {
+        ("nodes", _, _) => items.iter_mut().find(|n| n["node"] == selector),
+        (_, Some((child, slot)), _) => items
+            .iter_mut()
+            .find(|e| e["child"] == child && e["operand"].as_u64() == slot.parse().ok()),
+        (_, None, Ok(position)) => items.get_mut(position),
+        _ => None,
+    };
+    &mut item.unwrap_or_else(|| panic!("no float at {path}"))[key]
+}
+
+/// A fixture whose expected observations are what this engine observes, each
+/// float at the given (step, path) moved to `move_to(actual, bound)`.
+fn moved(
+    fixture: &Value,
+    id: &str,
+    floats: &[(usize, String, f64)],
+    move_to: impl Fn(f64, f64) -> f64,
+) -> Value {
+    let mut fixture = fixture.clone();
+    let mut observed = observe(&fixture["program"], id).expect("the program runs");
+    for (step, path, bound) in floats {
+        let at = float_at(&mut observed[*step], path);
+        let actual = decode_float(at, path).expect("a float");
+        let mut text = String::new();
+        scalar_autodiff::wire::write_float(move_to(actual, *bound), &mut text);
+        *at = parse(&text).expect("a float as JSON");
+    }
+    fixture["expected"] = Value::Array(observed);
+    fixture
+}
+
+/// Every finite bound of a fixture's contract profile on a finite float: (step, path, bound).
+fn finite_bounds(fixture: &Value) -> Vec<(usize, String, f64)> {
+    let mut out = Vec::new();
+    for (step, paths) in array(&fixture["bounds"], "contract").iter().enumerate() {
+        for (path, raw) in paths.as_object().expect("an object") {
+            let bound = decode_float(raw, path).expect("a bound");
+            if bound.is_finite() {
+                out.push((step, path.clone(), bound));
+            }
+        }
+    }
+    out
+}
+
+/// The largest float within `bound` above `actual`, and the smallest beyond it.
+fn at_the_bound(actual: f64, bound: f64) -> f64 {
+    let mut x = actual + bound;
+    while (x - actual).abs() > bound {
+        x = -next_up(-x);
+    }
+    x
+}
+
+fn past_the_bound(actual: f64, bound: f64) -> f64 {
+    let mut x = actual + bound;
+    while (x - actual).abs() <= bound {
+        x = next_up(x);
+    }
+    x
+}
+
+#[test]
+fn every_bound_of_a_bounds_fixture_lets_its_float_move_to_it_and_no_further() {
+    // Expected values set to this engine's own, then moved to the edge of their
+    // bounds: the walker must find each bound at the path it compares the float
+    // under (else it uses bound 0 and fails), and must fail one float past it.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut files = Vec::new();
+    fixture_files(&root, &mut files);
+    let (mut fixtures, mut moved_floats) = (0, 0);
+    for path in &files {
+        let fixture = parse(&fs::read_to_string(path).expect("readable")).expect("JSON");
+        if fixture["comparison"]["mode"] != "bounds" {
+            continue;
+        }
+        let id = path.display().to_string();
+        let floats = finite_bounds(&fixture);
+        fixtures += 1;
+        moved_floats += floats.len();
+        let within = moved(&fixture, &id, &floats, at_the_bound);
+        assert_eq!(check_case(&within, &id), Vec::<String>::new(), "{id}");
+        if floats.len() > 200 {
+            continue; // the model cases: one run per float would take minutes
+        }
+        for float in &floats {
+            let beyond = moved(&fixture, &id, std::slice::from_ref(float), past_the_bound);
+            let differences = check_case(&beyond, &id);
+            let (step, at, _) = float;
+            assert!(
+                !differences.is_empty()
+                    && differences
+                        .iter()
+                        .all(|d| d.starts_with(&format!("step {step} "))
+                            && d.contains(&format!("].{at}: "))),
+                "{id}: step {step} {at} moved past its bound: {differences:?}"
+            );
+        }
+    }
+    assert!(
+        fixtures > 30 && moved_floats > 1000,
+        "{fixtures} fixtures, {moved_floats} floats"
+    );
 }
 
 #[test]
@@ -499,7 +770,7 @@ fn a_wrong_observation_is_reported_with_its_step_and_field() {
     assert_eq!(
         differences,
         vec![
-            "step 2 [gradients] observations[2].gradients.x: expected 2.0, got 4.0 (distance 2e0)"
+            "step 2 [gradients] observations[2].gradients.x: expected 2.0, got 4.0 (distance 2e0, compared bit for bit)"
         ]
     );
 }

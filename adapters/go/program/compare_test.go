@@ -1,31 +1,67 @@
 package program
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
 	"scalarkit/wire"
 )
 
-// policy is a fixture's comparison: exact bits, or |a-b| <= abs + rel*max(|a|,|b|).
-type policy struct {
-	Mode   string  `json:"mode"`
-	Rel    float64 `json:"rel"`
-	Abs    float64 `json:"abs"`
-	Reason string  `json:"reason"`
+// comparison is a fixture's comparison policy (docs/fixtures.md "Comparison
+// policy"): mode "exact" or "bounds", and why.
+type comparison struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
 }
 
-func (p policy) equal(a, b float64) bool {
-	if p.Mode == "tolerance" {
-		return wire.Close(a, b, p.Rel, p.Abs)
+// contractBounds returns how the contract profile, the one a port written from
+// the contract declares, compares f (docs/contract.md section 9): exact is true
+// for an "exact" fixture (bit for bit); otherwise bounds holds, per step, each
+// float's path within the step's observation and its bound, an absent path
+// having bound 0. A comparison or bounds not of the documented shape for steps
+// steps is an error: a fixture bug.
+func contractBounds(f fixture, steps int) (exact bool, bounds []map[string]float64, err error) {
+	raw, has := f.Bounds["contract"]
+	switch {
+	case f.Comparison.Mode == "exact" && has:
+		return false, nil, fmt.Errorf("an exact comparison with bounds.contract")
+	case f.Comparison.Mode == "exact":
+		return true, nil, nil
+	case f.Comparison.Mode != "bounds":
+		return false, nil, fmt.Errorf("unknown comparison mode %q", f.Comparison.Mode)
+	case !has:
+		return false, nil, fmt.Errorf("a bounds comparison without bounds.contract")
 	}
-	return wire.BitsEqual(a, b)
+	var perStep []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &perStep); err != nil {
+		return false, nil, fmt.Errorf("bounds.contract: %v", err)
+	}
+	if len(perStep) != steps {
+		return false, nil, fmt.Errorf("bounds.contract has %d entries for %d steps", len(perStep), steps)
+	}
+	bounds = make([]map[string]float64, steps)
+	for i, paths := range perStep {
+		bounds[i] = make(map[string]float64, len(paths))
+		for path, text := range paths {
+			b, err := wire.ParseFloat(text)
+			if err != nil {
+				return false, nil, fmt.Errorf("bounds.contract[%d].%s: %v", i, path, err)
+			}
+			if !(b > 0) {
+				return false, nil, fmt.Errorf("bounds.contract[%d].%s is %s, not a positive bound", i, path, text)
+			}
+			bounds[i][path] = b
+		}
+	}
+	return false, bounds, nil
 }
 
 // comparer compares one case's observations at its levels and collects the
 // differences, each naming the step and the field.
 type comparer struct {
-	policy   policy
+	exact    bool                 // every float bit for bit
+	bounds   []map[string]float64 // else each step's bounds by path; an absent path has bound 0
 	steps    []Step
 	problems []string
 }
@@ -34,9 +70,19 @@ func (c *comparer) failf(step int, path, format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf("step %d (%s): %s: %s", step, describe(c.steps[step]), path, fmt.Sprintf(format, args...)))
 }
 
+// float compares the float at path, its path within the step's observation
+// (docs/fixtures.md: value, gradients.ID, pass.nodes[ID].value, ...), under
+// its bound.
 func (c *comparer) float(step int, path string, want, got float64) {
-	if !c.policy.equal(want, got) {
-		c.failf(step, path, "expected %s, got %s (%v ulp apart)", wire.FormatFloat(want), wire.FormatFloat(got), wire.UlpDistance(want, got))
+	if c.exact {
+		if !wire.BitsEqual(want, got) {
+			c.failf(step, path, "expected %s, got %s (%v ulp apart; compared bit for bit)", wire.FormatFloat(want), wire.FormatFloat(got), wire.UlpDistance(want, got))
+		}
+		return
+	}
+	bound := c.bounds[step][path]
+	if !wire.Agree(want, got, bound) {
+		c.failf(step, path, "expected %s, got %s (%v ulp apart; bound %v)", wire.FormatFloat(want), wire.FormatFloat(got), wire.UlpDistance(want, got), bound)
 	}
 }
 
@@ -155,7 +201,7 @@ func (c *comparer) trace(step int, want, got *Pass) {
 		c.failf(step, "pass.edges", "expected %d edges, got %d", len(want.Edges), len(got.Edges))
 	}
 	for _, w := range want.Edges {
-		path := fmt.Sprintf("pass.edges[%s,%d]", w.Child, w.Operand)
+		path := fmt.Sprintf("pass.edges[%s:%d]", w.Child, w.Operand)
 		g, ok := gotEdges[key{w.Child, w.Operand}]
 		if !ok {
 			c.failf(step, path, "missing")

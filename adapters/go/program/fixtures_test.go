@@ -2,6 +2,7 @@ package program
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"sort"
@@ -26,9 +27,11 @@ type fixture struct {
 	Ops         []string        `json:"ops"`
 	Features    []string        `json:"features"`
 	Levels      []string        `json:"levels"`
-	Comparison  policy          `json:"comparison"`
+	Comparison  comparison      `json:"comparison"`
 	Program     json.RawMessage `json:"program"`
 	Expected    []Observation   `json:"expected"`
+	// Bounds holds, per profile, one object per step: a float's path -> its bound.
+	Bounds map[string]json.RawMessage `json:"bounds"`
 }
 
 func loadFixtures(t *testing.T) []fixture {
@@ -79,89 +82,115 @@ func hasLevel(f fixture, level string) bool {
 	return false
 }
 
+// observe runs f's program through the runner the adapter uses and returns
+// the observations as the harness sees them: wire JSON, read back. An error
+// that starts with "fixture bug" blames the fixture.
+func observe(f fixture) ([]Step, []Observation, error) {
+	steps, err := Parse(f.Program, f.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fixture bug: %v", err)
+	}
+	observations, err := Run(steps, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run: %v", err)
+	}
+	data, err := json.Marshal(observations)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding observations: %v", err)
+	}
+	var actual []Observation
+	if err := json.Unmarshal(data, &actual); err != nil {
+		return nil, nil, fmt.Errorf("decoding our own observations: %v", err)
+	}
+	if len(actual) != len(steps) {
+		return nil, nil, fmt.Errorf("%d steps but %d observations", len(steps), len(actual))
+	}
+	return steps, actual, nil
+}
+
+// checkCase runs f and compares the observations with its expectations at
+// the levels it checks, under the contract profile: the differences, or an
+// error when the case could not be compared (a fixture bug says so).
+func checkCase(f fixture) ([]string, error) {
+	steps, actual, err := observe(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Expected) != len(steps) {
+		return nil, fmt.Errorf("fixture bug: %d steps but %d expected observations", len(steps), len(f.Expected))
+	}
+	exact, bounds, err := contractBounds(f, len(steps))
+	if err != nil {
+		return nil, fmt.Errorf("fixture bug: %v", err)
+	}
+	c := &comparer{exact: exact, bounds: bounds, steps: steps}
+	for i, step := range steps {
+		want, got := f.Expected[i], actual[i]
+		if step.Creates() {
+			if !hasLevel(f, "values") {
+				continue
+			}
+			if want.Error != nil {
+				c.errorInfo(i, "error", want.Error, got.Error)
+				continue
+			}
+			if got.Error != nil {
+				c.failf(i, "error", "expected a node, got error %s", got.Error.Kind)
+				continue
+			}
+			c.float(i, "value", float64(*want.Value), float64(*got.Value))
+			if *want.Tracked != *got.Tracked {
+				c.failf(i, "tracked", "expected %v, got %v", *want.Tracked, *got.Tracked)
+			}
+			continue
+		}
+		if want.Error != nil {
+			if hasLevel(f, "errors") {
+				c.errorInfo(i, "error", want.Error, got.Error)
+				c.gradients(i, want.Gradients, got.Gradients)
+			}
+			continue
+		}
+		if hasLevel(f, "gradients") {
+			if got.Error != nil {
+				c.failf(i, "error", "expected success, got error %s", got.Error.Kind)
+				continue
+			}
+			c.gradients(i, want.Gradients, got.Gradients)
+		}
+		if want.Pass == nil {
+			continue
+		}
+		if hasLevel(f, "trace") {
+			c.trace(i, want.Pass, got.Pass)
+		}
+		if hasLevel(f, "order") {
+			if !sameNodeOrder(want.Pass, got.Pass) {
+				c.failf(i, "pass.nodes", "the nodes are not in the canonical depth-first post-order")
+			}
+			c.order(i, want.Pass, got.Pass)
+		}
+	}
+	return c.problems, nil
+}
+
 // TestFixturesMatchTheReference runs every canonical fixture through the same
 // program runner the adapter uses, sends the observations through the wire
 // encoding and back, and compares them with the fixture's expectations at the
-// levels the fixture checks, under its comparison policy, the order level
-// (the canonical topology and edge sequence) included.
+// levels the fixture checks, the order level (the canonical topology and edge
+// sequence) included, under the contract profile: an exact fixture bit for
+// bit, a bounds fixture with each float's bound from bounds.contract.
 func TestFixturesMatchTheReference(t *testing.T) {
 	fixtures := loadFixtures(t)
 	ran := 0
 	for _, f := range fixtures {
 		t.Run(f.ID, func(t *testing.T) {
 			ran++
-			steps, err := Parse(f.Program, f.ID)
+			problems, err := checkCase(f)
 			if err != nil {
-				t.Fatalf("fixture bug: %s: %v", f.ID, err)
+				t.Fatalf("%s: %v", f.ID, err)
 			}
-			if len(f.Expected) != len(steps) {
-				t.Fatalf("fixture bug: %s: %d steps but %d expected observations", f.ID, len(steps), len(f.Expected))
-			}
-			observations, err := Run(steps, true)
-			if err != nil {
-				t.Fatalf("%s: run: %v", f.ID, err)
-			}
-			// What the harness sees: the observations as wire JSON, read back.
-			data, err := json.Marshal(observations)
-			if err != nil {
-				t.Fatalf("%s: encoding observations: %v", f.ID, err)
-			}
-			var actual []Observation
-			if err := json.Unmarshal(data, &actual); err != nil {
-				t.Fatalf("%s: decoding our own observations: %v", f.ID, err)
-			}
-			if len(actual) != len(steps) {
-				t.Fatalf("%s: %d steps but %d observations", f.ID, len(steps), len(actual))
-			}
-			c := &comparer{policy: f.Comparison, steps: steps}
-			for i, step := range steps {
-				want, got := f.Expected[i], actual[i]
-				if step.Creates() {
-					if !hasLevel(f, "values") {
-						continue
-					}
-					if want.Error != nil {
-						c.errorInfo(i, "error", want.Error, got.Error)
-						continue
-					}
-					if got.Error != nil {
-						c.failf(i, "error", "expected a node, got error %s", got.Error.Kind)
-						continue
-					}
-					c.float(i, "value", float64(*want.Value), float64(*got.Value))
-					if *want.Tracked != *got.Tracked {
-						c.failf(i, "tracked", "expected %v, got %v", *want.Tracked, *got.Tracked)
-					}
-					continue
-				}
-				if want.Error != nil {
-					if hasLevel(f, "errors") {
-						c.errorInfo(i, "error", want.Error, got.Error)
-						c.gradients(i, want.Gradients, got.Gradients)
-					}
-					continue
-				}
-				if hasLevel(f, "gradients") {
-					if got.Error != nil {
-						c.failf(i, "error", "expected success, got error %s", got.Error.Kind)
-						continue
-					}
-					c.gradients(i, want.Gradients, got.Gradients)
-				}
-				if want.Pass == nil {
-					continue
-				}
-				if hasLevel(f, "trace") {
-					c.trace(i, want.Pass, got.Pass)
-				}
-				if hasLevel(f, "order") {
-					if !sameNodeOrder(want.Pass, got.Pass) {
-						c.failf(i, "pass.nodes", "the nodes are not in the canonical depth-first post-order")
-					}
-					c.order(i, want.Pass, got.Pass)
-				}
-			}
-			for _, p := range c.problems {
+			for _, p := range problems {
 				t.Errorf("%s: %s", f.ID, p)
 			}
 		})

@@ -2,8 +2,11 @@ package program
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+
+	"scalarkit/wire"
 )
 
 func TestParseRejectsBrokenProgramsNamingStepAndField(t *testing.T) {
@@ -56,21 +59,36 @@ func TestObservationsKeepNegativeZeroAndNonFiniteOnTheWire(t *testing.T) {
 	}
 }
 
-func TestComparerReportsTheFirstDifferingField(t *testing.T) {
+func TestComparerComparesEachFloatUnderItsBoundAndNamesWhatDiffers(t *testing.T) {
 	steps, _ := Parse(json.RawMessage(`[{"id":"x","op":"variable","value":3},{"id":"y","op":"mul","args":["x","x"]},{"op":"backward","output":"y"}]`), "case t")
 	got, err := Run(steps, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// 6 and its neighbours 1 and 2 ulps up (1 ulp of 6 is 2^-50).
+	ulp := math.Ldexp(1, -50)
+	oneUp, twoUp := 6+ulp, 6+2*ulp
+	onGradient := func(x float64) func(p *Pass, g *Gradients) {
+		return func(p *Pass, g *Gradients) { (*g)[0].Grad = x }
+	}
 	cases := []struct {
 		name   string
-		policy policy
+		exact  bool
+		bounds map[string]float64 // step 2's bounds when not exact
 		mutate func(p *Pass, g *Gradients)
-		want   string
+		want   string // "" when nothing differs
 	}{
-		{"gradient off by one ulp under exact", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { (*g)[0].Grad = 6.000000000000001 }, "gradients.x"},
-		{"merged edge", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { p.Edges = p.Edges[:1] }, "pass.edges: expected 1 edges, got 2"},
-		{"wrong parent", policy{Mode: "exact"}, func(p *Pass, g *Gradients) { p.Edges[0].Parent = "y" }, "pass.edges[y,0].parent"},
+		{"gradient off by one ulp under exact", true, nil, onGradient(oneUp), "gradients.x"},
+		{"gradient off by one ulp under bound 0", false, nil, onGradient(oneUp), "gradients.x"},
+		{"gradient off by one ulp under a bound of one ulp", false, map[string]float64{"gradients.x": ulp}, onGradient(oneUp), ""},
+		{"gradient off by two ulps under a bound of one ulp", false, map[string]float64{"gradients.x": ulp}, onGradient(twoUp), "gradients.x"},
+		{"a bound on another path does not apply", false, map[string]float64{"gradients.y": ulp}, onGradient(oneUp), "gradients.x"},
+		{"edge contribution within its bound at pass.edges[CHILD:SLOT]", false, map[string]float64{"pass.edges[y:0].contribution": ulp},
+			func(p *Pass, g *Gradients) {
+				p.Edges[0].Contribution = wire.Float(math.Nextafter(float64(p.Edges[0].Contribution), 7))
+			}, ""},
+		{"merged edge", true, nil, func(p *Pass, g *Gradients) { p.Edges = p.Edges[:1] }, "pass.edges: expected 1 edges, got 2"},
+		{"wrong parent", true, nil, func(p *Pass, g *Gradients) { p.Edges[0].Parent = "y" }, "pass.edges[y:0].parent"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,9 +98,15 @@ func TestComparerReportsTheFirstDifferingField(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.mutate(want.Pass, want.Gradients)
-			c := &comparer{policy: tc.policy, steps: steps}
+			c := &comparer{exact: tc.exact, bounds: []map[string]float64{{}, {}, tc.bounds}, steps: steps}
 			c.gradients(2, want.Gradients, got[2].Gradients)
 			c.trace(2, want.Pass, got[2].Pass)
+			if tc.want == "" {
+				if len(c.problems) > 0 {
+					t.Errorf("problems %q, want none", c.problems)
+				}
+				return
+			}
 			if len(c.problems) == 0 || !strings.Contains(strings.Join(c.problems, "\n"), tc.want) {
 				t.Errorf("problems %q, want one about %s", c.problems, tc.want)
 			}

@@ -129,13 +129,15 @@ func BitsEqual(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b)
 }
 
-// Close reports |a-b| <= abs + rel*max(|a|,|b|), the `tolerance` comparison;
-// non-finite values must match exactly.
-func Close(a, b, rel, abs float64) bool {
-	if !isFinite(a) || !isFinite(b) {
-		return BitsEqual(a, b)
+// Agree reports whether actual agrees with expected under bound, the `bounds`
+// comparison (docs/contract.md section 9): the same bits (every nan equals every
+// nan), or both finite and |expected-actual| <= bound. So a non-finite value must
+// match exactly, and -0.0 agrees with 0.0 even when the bound is 0.
+func Agree(expected, actual, bound float64) bool {
+	if BitsEqual(expected, actual) {
+		return true
 	}
-	return math.Abs(a-b) <= abs+float64(rel*math.Max(math.Abs(a), math.Abs(b)))
+	return isFinite(expected) && isFinite(actual) && math.Abs(expected-actual) <= bound
 }
 
 // UlpDistance returns how many binary64 values lie between a and b: 0 for

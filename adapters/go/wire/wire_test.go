@@ -57,11 +57,39 @@ func TestParseFloatRejectsWhatTheWireForbids(t *testing.T) {
 	}
 }
 
-func TestCloseComparesNonFiniteValuesExactly(t *testing.T) {
-	if Close(math.Inf(1), math.MaxFloat64, 1, 1) || !Close(math.NaN(), math.NaN(), 0, 0) || !Close(1, 1+1e-14, 1e-13, 0) {
-		t.Error("tolerance comparison is wrong")
+func TestAgreeLetsABoundThroughAndComparesNonFiniteValuesExactly(t *testing.T) {
+	next := func(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
+	ulp := next(1) - 1
+	negZero := math.Copysign(0, -1)
+	for _, tc := range []struct {
+		name                    string
+		expected, actual, bound float64
+		want                    bool
+	}{
+		{"a bound of 1 ulp lets 1 ulp through", 1, next(1), ulp, true},
+		{"a bound of 1 ulp does not let 2 ulps through", 1, next(next(1)), ulp, false},
+		{"bound 0 means the same number", 1, next(1), 0, false},
+		{"bound 0 lets the same bits through", 1.5, 1.5, 0, true},
+		{"the sign of zero agrees under a bound", 0, negZero, 0, true},
+		{"nan agrees with nan", math.NaN(), math.NaN(), 0, true},
+		{"nan never agrees with a number", math.NaN(), 1, math.Inf(1), false},
+		{"inf agrees only with inf", math.Inf(1), math.MaxFloat64, math.Inf(1), false},
+		{"-inf is not inf", math.Inf(-1), math.Inf(1), math.Inf(1), false},
+		{"inf agrees with inf", math.Inf(-1), math.Inf(-1), 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Agree(tc.expected, tc.actual, tc.bound); got != tc.want {
+				t.Errorf("Agree(%v, %v, %v) = %v, want %v", tc.expected, tc.actual, tc.bound, got, tc.want)
+			}
+		})
 	}
+}
+
+func TestBitsEqualTellsTheSignOfZeroAndEqualsNanToNan(t *testing.T) {
 	if BitsEqual(0, math.Copysign(0, -1)) {
 		t.Error("exact comparison must tell -0.0 from 0.0")
+	}
+	if !BitsEqual(math.NaN(), math.NaN()) || BitsEqual(1, math.Nextafter(1, 2)) {
+		t.Error("exact comparison: nan equals nan, and 1 ulp differs")
 	}
 }

@@ -6,8 +6,8 @@
 //! value together with one local derivative per operand slot, evaluated from the
 //! forward values exactly as the contract's formula is written, so the formula
 //! fixes the rounding. exp, log, tanh and pow use the platform libm through
-//! `f64` methods; the fixtures' tolerances absorb the last-bit differences from
-//! the reference's correctly rounded values.
+//! `f64` methods; the fixtures' per-float bounds (docs/contract.md section 9)
+//! allow their last-bit differences from the reference's correctly rounded values.
 
 use std::fmt;
 

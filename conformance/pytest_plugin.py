@@ -28,7 +28,7 @@ from .expected import ExpectedError, load_expected
 from .fixture import LEVELS, Fixture, FixtureBug, default_fixtures_dir, load_corpus
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
 from .runner import AdapterRun, AdapterSession, Result, select
-from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, SubprocessTransport
+from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake, SubprocessTransport
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
 _PROPERTY = "conformance-results"
@@ -268,14 +268,11 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     if state.levels:
         results = [r for r in results if r.level in state.levels]
     down = engine.session.down
-    request.node.user_properties.append(
-        (
-            _PROPERTY,
-            json.dumps(
-                {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
-            ),
-        )
-    )
+    hello = engine.session.hello
+    data = {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
+    if hello is not None:
+        data["hello"] = {"name": hello.name, "version": hello.version, "language": hello.language, "profile": hello.profile}
+    request.node.user_properties.append((_PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {adapter.name} is unresponsive (the adapter's diagnosis is in the summary)", pytrace=False)
     if all(r.outcome == "unsupported" for r in results):
@@ -308,6 +305,7 @@ class _Gatherer:
         # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
         self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.downs: dict[str, str] = {}
+        self.hellos: dict[str, dict[str, str]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Read the results a test attached to its report's user properties."""
@@ -320,12 +318,20 @@ class _Gatherer:
                     self.results[(result["adapter"], result["case"], result["level"])] = result
                 if data["down"]:
                     self.downs[data["adapter"]] = data["down"]
+                if data.get("hello"):
+                    self.hellos[data["adapter"]] = data["hello"]
 
     def runs(self) -> list[AdapterRun]:
         """The gathered results as one AdapterRun per adapter."""
         runs: dict[str, AdapterRun] = {}
         for data in self.results.values():
             run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
+            hello = self.hellos.get(data["adapter"])
+            if hello is not None and run.handshake is None:
+                empty: frozenset[str] = frozenset()
+                run.handshake = Handshake(
+                    hello["name"], hello["version"], hello["language"], empty, empty, empty, hello["profile"]
+                )
             run.results.append(
                 Result(
                     data["adapter"],

@@ -76,9 +76,10 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             at = run.largest_share_at
             where = f" (at {at.case} [{at.level}])" if at is not None else ""
             closest = f"{run.largest_share:.2g} of its bound{where}" if at is not None else "every float the same bits"
+            took = f"{run.seconds:.1f} s, " if run.seconds > 0 else ""
             lines.append(
                 f"{run.name}: {hello.name} {hello.version} ({hello.language}), profile {hello.profile}, "
-                f"{run.seconds:.1f} s, closest agreeing float: {closest}"
+                f"{took}closest agreeing float: {closest}"
             )
     return "\n".join(lines)
 

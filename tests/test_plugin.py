@@ -16,6 +16,8 @@ def test_a_correct_adapter_passes_one_test_per_case_with_a_subtest_per_level(pyt
     result = pytester.runpytest_subprocess("--conformance-command", PYTHON_ADAPTER, "--conformance-case", "seed/*", "-q")
     result.assert_outcomes(passed=6)
     result.stdout.re_match_lines([r".*6 passed, \d+ subtests passed.*"])
+    # The summary names the engine and the profile its floats were compared under (docs/contract.md section 9).
+    result.stdout.fnmatch_lines(["command: reference * (python), profile contract, closest agreeing float: *"])
 
 
 def test_a_broken_adapter_fails_with_the_step_path_and_diagnosis(pytester):
@@ -76,6 +78,7 @@ def test_it_runs_under_xdist_and_writes_junit_xml(pytester, tmp_path):
     )
     result.assert_outcomes(passed=5)
     assert junit.read_text().count("<testcase") >= 5
+    result.stdout.fnmatch_lines(["python: reference * (python), profile contract, *"])  # gathered from the workers
 
 
 def test_an_unknown_adapter_is_a_usage_error(pytester):

@@ -24,14 +24,16 @@ Contract-profile variants:
 Numeric-profile variants (an engine not written from the contract, such as autograd):
 
 - ``accurate-tanh-derivative``: tanh's local derivative is sech^2(a), correctly rounded.
-- ``divisor-contribution``: the divisor's local derivative is ``-a/(b*b)`` and its edge's
-  contribution is computed directly as ``(-g * a) / (b * b)``, as autograd does.
+- ``divisor-contribution``: the divisor's edge's contribution is computed directly from
+  the operands, ``(-g * a) / b / b``, as autograd does (autograd writes ``-g*x/y**2``;
+  divided twice, the formula rounds the same way without ``y**2`` underflowing, which for
+  ``|y| < 1e-154`` is a difference of behaviour, not of rounding, and is reported as one);
+  its local derivative, ``-(a / b) / b``, is the contract's ``-(r / b)``.
 - ``everything``: all of the above at once, with libm, fused multiply-adds and shuffled sums.
 
-Like the engines they stand for, numeric variants declare no ``errors`` level: their
-formulas are within rounding of the contract's in range, but overflow or underflow in
-other places (``-a/(b*b)`` is inf when ``b*b`` underflows, where ``-(r/b)`` is finite), so
-at the extremes they fail differently, which the numeric profile rightly reports.
+Like the engines they stand for (PyTorch and autograd raise no typed errors), numeric
+variants declare no ``errors`` level: another formula may overflow where the contract's
+does not, a difference the errors level would rightly report.
 
 ``a / b`` as ``a * (1 / b)`` (micrograd) is not among them: it is within rounding of the
 contract while ``1 / b`` is finite, but ``1e-300 / 1e-310`` overflows there and fails with
@@ -118,7 +120,8 @@ class VariantEngine(MutantEngine):
         takes = self.takes
         a = values[0]
         if op == "div" and "divisor-contribution" in takes:
-            return ieee_div(a, values[1]), (ieee_div(1.0, values[1]), -ieee_div(a, values[1] * values[1]))
+            r = ieee_div(a, values[1])
+            return r, (ieee_div(1.0, values[1]), -ieee_div(r, values[1]))
         if op == "tanh" and takes & {"libm", "fma", "accurate-tanh-derivative"}:
             t = _LIBM_TANH(a) if "libm" in takes else super()._rule(op, values, exponent)[0]
             if "accurate-tanh-derivative" in takes:
@@ -139,7 +142,7 @@ class VariantEngine(MutantEngine):
     def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:
         if "divisor-contribution" in self.takes and child.operation == "div" and slot == 1:
             a, b = (operand.value for operand in child.operands)
-            return ieee_div(-upstream * a, b * b)
+            return ieee_div(ieee_div(-upstream * a, b), b)
         return upstream * local
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:

@@ -8,7 +8,10 @@
 
 A listed failure is *xfailed*; a listed result that passes is *xpassed*, a
 stale entry that fails the gate. ``bug`` lets ``conformance fuzz`` recognise
-the same mistake in a random program, which a case pattern cannot.
+the same mistake in a random program, which a case pattern cannot. An entry
+with ``unreviewed = true`` is a draft that ``--update-expected`` wrote: it
+xfails like any other, and every run warns until someone has reviewed its
+reason and deleted the flag.
 ``write_expected`` rewrites the file from a run's results, keeping the
 reasons of entries that still apply.
 """
@@ -39,6 +42,8 @@ class Expected:
     reason: str
     bug: Optional[str] = None
     """The catalogue's name (``conformance.mutants.BUGS``) for the mistake this entry stands for, if one is known."""
+    unreviewed: bool = False
+    """A draft written by ``--update-expected`` whose reason nobody has reviewed yet."""
 
     def matches(self, case: str, level: str) -> bool:
         """Whether this entry covers the result of ``case`` at ``level``."""
@@ -67,13 +72,16 @@ def load_expected(path: Optional[Path], *, missing_ok: bool = False) -> list[Exp
                 raise ExpectedError(f"{where}: field {key!r} must be a non-empty string")
         if raw["level"] not in (*LEVELS, "*"):
             raise ExpectedError(f"{where}: field 'level': {raw['level']!r} is not one of {', '.join(LEVELS)} or *")
-        unknown = set(raw) - {"case", "level", "reason", "bug"}
+        unknown = set(raw) - {"case", "level", "reason", "bug", "unreviewed"}
         if unknown:
             raise ExpectedError(f"{where}: unexpected field {sorted(unknown)[0]!r}")
         bug = raw.get("bug")
         if bug is not None:
             _check_bug(bug, where)
-        entries.append(Expected(raw["case"], raw["level"], raw["reason"], bug))
+        unreviewed = raw.get("unreviewed", False)
+        if not isinstance(unreviewed, bool):
+            raise ExpectedError(f"{where}: field 'unreviewed' must be true or false, not {unreviewed!r}")
+        entries.append(Expected(raw["case"], raw["level"], raw["reason"], bug, unreviewed))
     return entries
 
 
@@ -97,6 +105,13 @@ def bugs_of(entries: Iterable[Expected]) -> dict[str, Expected]:
     return found
 
 
+def unreviewed_warning(count: int, path: object) -> str:
+    """The line every run prints while ``count`` entries of the file at ``path`` are unreviewed drafts."""
+    if count == 1:
+        return f"1 expected failure in {path} is an unreviewed draft: review its reason, then delete its `unreviewed = true`"
+    return f"{count} expected failures in {path} are unreviewed drafts: review each reason, then delete its `unreviewed = true`"
+
+
 def find(entries: Iterable[Expected], case: str, level: str) -> Optional[Expected]:
     """The first entry covering (case, level), if any."""
     return next((entry for entry in entries if entry.matches(case, level)), None)
@@ -117,6 +132,8 @@ def write_expected(path: Path, entries: list[Expected], header: str) -> None:
         ]
         if entry.bug is not None:
             lines.append(f"bug = {_quote(entry.bug)}")
+        if entry.unreviewed:
+            lines.append("unreviewed = true")
     write_atomic(path, "\n".join(lines) + "\n")
 
 

@@ -38,7 +38,7 @@ from .diagnose import diagnose, diagnose_error
 from .expected import Expected, bugs_of
 from .fixture import FIXTURES_DIR, LEVELS, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
-from .mutants import BUGS, MutantEngine
+from .mutants import BUGS, MutantEngine, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
@@ -239,10 +239,6 @@ def signature(divergence: Divergence) -> tuple[Any, ...]:
     return (divergence.level, divergence.diagnosis, kind)
 
 
-#: Each catalogue bug's name by its description, the form a diagnosis names it in.
-_BUG_NAMES = {description: name for name, description in BUGS.items()}
-
-
 def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[str] = LEVELS) -> tuple[str, ...]:
     """The bugs among ``known`` (catalogue names) that explain a diagnosed divergence; () when it is new.
 
@@ -252,7 +248,7 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
     reproduced, at that level, by a known bug's variant that fails there too.
     """
     names = [bug for bug in BUGS if bug in set(known)]
-    named = next((_BUG_NAMES[text] for text in divergence.diagnosis if _BUG_NAMES.get(text) in names), None)
+    named = next((bug_named(text) for text in divergence.diagnosis if bug_named(text) in names), None)
     if named is not None:
         return (named,)
     if divergence.fault is not None or not divergence.observations or len(names) < 2:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Optional
 from .compare import compare_level
 from .contract import Rule, rules_for_case
 from .diagnose import diagnose, diagnose_error
-from .expected import Expected, find
+from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
 from .transport import AdapterFault, Handshake, Transport
 
@@ -87,6 +87,15 @@ class AdapterRun:
     seconds: float = 0.0
     down: Optional["AdapterDown"] = None
     interrupted: str = ""
+    expected_failures: str = ""
+    """The adapter's expected-failures file, if it has one."""
+    unreviewed: int = 0
+    """How many of its entries are unreviewed drafts (``unreviewed = true``)."""
+
+    @property
+    def warning(self) -> Optional[str]:
+        """The unreviewed-drafts warning every report shows, or None."""
+        return unreviewed_warning(self.unreviewed, self.expected_failures) if self.unreviewed else None
 
     def count(self, outcome: str, level: Optional[str] = None) -> int:
         """How many results have this outcome (at this level)."""

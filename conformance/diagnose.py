@@ -28,10 +28,11 @@ _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow
 DIAGNOSIS_MAX_STEPS = 1000
 
 
-def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]:
+def diagnose(fixture: Fixture, observations: list[Any], level: str, *, edges: bool = True) -> list[str]:
     """Plain-words descriptions of the bugs that would produce these observations at this level.
 
     Programs of more than DIAGNOSIS_MAX_STEPS steps get only the direct checks.
+    ``edges=False`` compares ``trace`` without edge records (``compare_level``).
     """
     found = []
     direct = _changed_on_failure(fixture, observations)
@@ -46,8 +47,8 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
         if simulated is None:
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
-        variant_fails = bool(compare_level(fixture, simulated, level, limit=1)[0])
-        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level):
+        variant_fails = bool(compare_level(fixture, simulated, level, limit=1, edges=edges)[0])
+        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, edges):
             if description not in found:
                 found.append(description)
     return found
@@ -59,8 +60,8 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str) -> list[str]
 _WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
 
 
-def _reproduces(variant: Fixture, observations: list[Any], level: str) -> bool:
-    return not any(compare_level(variant, observations, each, limit=1)[0] for each in {level, *_WHOLE_STEP_LEVELS})
+def _reproduces(variant: Fixture, observations: list[Any], level: str, edges: bool = True) -> bool:
+    return not any(compare_level(variant, observations, each, limit=1, edges=edges)[0] for each in {level, *_WHOLE_STEP_LEVELS})
 
 
 _CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}

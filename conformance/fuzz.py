@@ -40,6 +40,7 @@ from .fixture import FIXTURES_DIR, LEVELS, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
 from .mutants import BUGS, MutantEngine, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
+from .runner import level_gaps
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
 from .wire import to_json_ready
@@ -62,6 +63,8 @@ class Divergence:
     count: int = 0
     observations: tuple[Any, ...] = ()
     diagnosis: tuple[str, ...] = ()
+    edges: bool = True
+    """False for an adapter whose pass records hold node records only (hello's ``"trace": "nodes"``)."""
 
     def describe(self) -> str:
         """The program, one step a line, then the first difference (or the fault) and the likely bug."""
@@ -145,18 +148,25 @@ def strategy_for(hello: Handshake, levels: tuple[str, ...], max_steps: int, excl
 
 
 def examine(transport: Transport, program: Program, levels: tuple[str, ...]) -> Optional[Divergence]:
-    """Run one program on the reference and the adapter; the first divergence, or None when they agree."""
+    """Run one program on the reference and the adapter; the first divergence, or None when they agree.
+
+    Levels the adapter's partial declarations make uncomparable for this program
+    (``runner.level_gaps``: an error kind it does not report) are not compared.
+    """
     fixture = build_fixture(Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz"))
-    checked = [level for level in fixture.levels if level in levels]
     try:
+        hello = transport.handshake()
         observations = transport.run(FUZZ_CASE, program)
     except AdapterFault as fault:
         hint = diagnose_error(str(fault))
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else ())
-    for level in checked:
-        differences, _ = compare_level(fixture, observations, level)
+    gaps = level_gaps(fixture, hello)
+    edges = hello.trace == "full"
+    for level in (level for level in fixture.levels if level in levels and level not in gaps):
+        differences, _ = compare_level(fixture, observations, level, edges=edges)
         if differences:
-            return Divergence(program, fixture, level, differences[0], count=len(differences), observations=tuple(observations))
+            found = Divergence(program, fixture, level, differences[0], count=len(differences), observations=tuple(observations))
+            return replace(found, edges=edges)
     return None
 
 
@@ -257,7 +267,7 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
     variants: dict[str, Optional[Fixture]] = {}
     explained: list[str] = []
     for level in (level for level in fixture.levels if level in set(levels)):
-        if not compare_level(fixture, observations, level, limit=1)[0]:
+        if not compare_level(fixture, observations, level, limit=1, edges=divergence.edges)[0]:
             continue
         for bug in names:
             if bug not in variants:
@@ -265,8 +275,8 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
             variant = variants[bug]
             if (
                 variant is not None
-                and compare_level(fixture, list(variant.expected), level, limit=1)[0]
-                and not compare_level(variant, observations, level, limit=1)[0]
+                and compare_level(fixture, list(variant.expected), level, limit=1, edges=divergence.edges)[0]
+                and not compare_level(variant, observations, level, limit=1, edges=divergence.edges)[0]
             ):
                 explained.append(bug)
                 break
@@ -286,7 +296,7 @@ def _variant(fixture: Fixture, bug: str) -> Optional[Fixture]:
 def _with_diagnosis(divergence: Divergence) -> Divergence:
     if divergence.fault is not None or divergence.diagnosis:
         return divergence
-    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level))
+    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level, edges=divergence.edges))
     return replace(divergence, diagnosis=found)
 
 

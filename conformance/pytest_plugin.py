@@ -274,7 +274,12 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         (
             _PROPERTY,
             json.dumps(
-                {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
+                {
+                    "adapter": adapter.name,
+                    "results": [r.to_json() for r in results],
+                    "down": down.describe() if down else None,
+                    "partial": engine.session.hello.partial() if engine.session.hello else [],
+                }
             ),
         )
     )
@@ -322,6 +327,7 @@ class _Gatherer:
         # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
         self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.downs: dict[str, str] = {}
+        self.partial: dict[str, list[str]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Read the results a test attached to its report's user properties."""
@@ -334,6 +340,8 @@ class _Gatherer:
                     self.results[(result["adapter"], result["case"], result["level"])] = result
                 if data["down"]:
                     self.downs[data["adapter"]] = data["down"]
+                if data.get("partial"):
+                    self.partial[data["adapter"]] = data["partial"]
 
     def runs(self) -> list[AdapterRun]:
         """The gathered results as one AdapterRun per adapter."""
@@ -370,6 +378,8 @@ class _Gatherer:
         terminalreporter.section("conformance")
         for line in matrix_text(runs).splitlines():
             terminalreporter.write_line(line)
+        for name, partial in self.partial.items():
+            terminalreporter.write_line(f"{name}: declares less: {'; '.join(partial)}")
         for line in warning_lines(runs):
             terminalreporter.write_line(line, yellow=True)
         for diagnosis in self.downs.values():

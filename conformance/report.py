@@ -75,8 +75,9 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             hello = run.handshake
             at = run.largest_ulps_at
             where = f" (at {at.case} [{at.level}])" if at is not None else ""
+            partial = f"declares less: {'; '.join(hello.partial())}; " if hello.partial() else ""
             lines.append(
-                f"{run.name}: {hello.name} {hello.version} ({hello.language}), {run.seconds:.1f} s, "
+                f"{run.name}: {hello.name} {hello.version} ({hello.language}), {partial}{run.seconds:.1f} s, "
                 f"largest distance among agreeing nonzero floats: {run.largest_ulps:.0f} ulp{where}"
             )
     return "\n".join(lines)
@@ -151,6 +152,9 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             entry["reason"] = run.reason
         if run.handshake is not None:
             entry["engine"] = {"name": run.handshake.name, "version": run.handshake.version, "language": run.handshake.language}
+            entry["error_kinds"] = sorted(run.handshake.error_kinds)
+            entry["trace"] = run.handshake.trace
+            entry["partial"] = run.handshake.partial()
         entry.update({outcome: run.count(outcome) for outcome in ("passed", "failed", "unsupported", "xfailed", "xpassed")})
         entry["errors"] = run.count("error")
         entry["not_run"] = run.count("not-run")
@@ -229,6 +233,9 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if run.down is not None:
             lines.append(f"\n{run.name} was given up on as unresponsive: {run.down.message}")
+    for run in runs:
+        if run.handshake is not None and run.handshake.partial():
+            lines.append(f"\n{run.name} declares less: {'; '.join(run.handshake.partial())}.")
     for line in warning_lines(runs):
         lines.append(f"\n**{line}**")
     return "\n".join(lines) + "\n"

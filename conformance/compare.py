@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from functools import partial
+from typing import Any, Callable, Optional
 
 from .fixture import Fixture, StepBounds, agree
 from .wire import NON_FINITE, to_json_ready, ulp_distance
@@ -171,21 +172,30 @@ class _Collector:
 
 
 def compare_level(
-    fixture: Fixture, observations: list[Any], level: str, limit: int = 20, profile: str = DEFAULT_PROFILE
+    fixture: Fixture,
+    observations: list[Any],
+    level: str,
+    limit: int = 20,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    edges: bool = True,
 ) -> tuple[list[Difference], float]:
     """Differences at ``level`` (at most ``limit``) under ``profile``, and the largest share of a bound used.
 
     The second value is the largest ``|expected - actual| / bound`` among floats that agree
-    within a nonzero bound (0 when every float matched bit for bit).
+    within a nonzero bound (0 when every float matched bit for bit). ``edges=False`` is for
+    an adapter whose hello declares ``"trace": "nodes"``: ``trace`` then compares the seed
+    and the node records only, and ignores edges.
     """
     out = _Collector(level, fixture.step_bounds(profile), limit)
-    compare = {
+    levels: dict[str, Callable[..., None]] = {
         "values": _values,
         "gradients": _gradients,
         "errors": _errors,
-        "trace": _trace,
+        "trace": partial(_trace, with_edges=edges),
         "order": _order,
-    }[level]
+    }
+    compare = levels[level]
     for index, (step, expected) in enumerate(zip(fixture.program, fixture.expected)):
         actual = observations[index] if index < len(observations) else None
         if not isinstance(actual, dict):
@@ -233,10 +243,13 @@ def _errors(out: _Collector, index: int, step: Any, expected: dict[str, Any], ac
     out.gradients(index, f"{path}.gradients", expected["gradients"], actual.get("gradients"))
 
 
-def _pass_of(out: _Collector, index: int, expected: dict[str, Any], actual: dict[str, Any]) -> Optional[dict[str, Any]]:
+def _pass_of(
+    out: _Collector, index: int, expected: dict[str, Any], actual: dict[str, Any], edges: bool = True
+) -> Optional[dict[str, Any]]:
     """The actual pass record when the expected step has one and the actual one is well formed; else None.
 
     A failed backward or a malformed record is recorded as a difference first.
+    Without ``edges`` the record's edges are not looked at (they may be missing).
     """
     if "pass" not in expected:
         return None
@@ -248,15 +261,17 @@ def _pass_of(out: _Collector, index: int, expected: dict[str, Any], actual: dict
     if not isinstance(record, dict):
         out.add(index, f"observations[{index}].pass", "a pass record", record if record is not None else _MISSING)
         return None
-    for key in ("nodes", "edges"):
+    for key in ("nodes", "edges") if edges else ("nodes",):
         if not isinstance(record.get(key), list) or not all(isinstance(item, dict) for item in record[key]):
             out.add(index, f"observations[{index}].pass.{key}", "a list of objects", record.get(key, _MISSING))
             return None
     return record
 
 
-def _trace(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    record = _pass_of(out, index, expected, actual)
+def _trace(
+    out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any], with_edges: bool = True
+) -> None:
+    record = _pass_of(out, index, expected, actual, with_edges)
     if record is None:
         return
     path = f"observations[{index}].pass"
@@ -277,6 +292,8 @@ def _trace(out: _Collector, index: int, step: Any, expected: dict[str, Any], act
         )
     for name in nodes:
         out.add(index, f"{path}.nodes[{name}]", _MISSING, nodes[name], note="a node the pass should not reach")
+    if not with_edges:
+        return
     edges = {(e.get("child"), e.get("operand")): e for e in record["edges"]}
     for edge in want["edges"]:
         key = (edge["child"], edge["operand"])

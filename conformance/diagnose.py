@@ -28,11 +28,14 @@ _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow
 DIAGNOSIS_MAX_STEPS = 1000
 
 
-def diagnose(fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE) -> list[str]:
+def diagnose(
+    fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE, *, edges: bool = True
+) -> list[str]:
     """Plain-words descriptions of the bugs that would produce these observations at this level.
 
     Floats are compared under ``profile``, as the failure itself was. Programs of more than
-    DIAGNOSIS_MAX_STEPS steps get only the direct checks.
+    DIAGNOSIS_MAX_STEPS steps get only the direct checks. ``edges=False`` compares ``trace``
+    without edge records (``compare_level``).
     """
     found = []
     direct = _changed_on_failure(fixture, observations)
@@ -47,8 +50,8 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str, profile: str
         if simulated is None:
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
-        variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile)[0])
-        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile):
+        variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile, edges=edges)[0])
+        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
             if description not in found:
                 found.append(description)
     return found
@@ -60,9 +63,10 @@ def diagnose(fixture: Fixture, observations: list[Any], level: str, profile: str
 _WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
 
 
-def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: str) -> bool:
+def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: str, edges: bool = True) -> bool:
     return not any(
-        compare_level(variant, observations, each, limit=1, profile=profile)[0] for each in {level, *_WHOLE_STEP_LEVELS}
+        compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0]
+        for each in {level, *_WHOLE_STEP_LEVELS}
     )
 
 

@@ -12,6 +12,11 @@ can turn into a regression case and its fixture.
 An adapter that does not declare the ``errors`` level only gets programs in
 which no step fails, with ordinary leaf values, as ``runner.support_gap`` would
 otherwise report every failing case as unsupported.
+
+A divergence whose diagnosis names a bug that the adapter's expected
+failures list (their ``bug`` field) is *known*: it is reported once, with
+the entry's reason, does not count as a divergence, and the search goes on,
+so a known bug neither stops the run nor hides the next one.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -30,9 +35,12 @@ from hypothesis.errors import Flaky
 
 from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import diagnose, diagnose_error
+from .expected import Expected, bugs_of
 from .fixture import FIXTURES_DIR, LEVELS, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
+from .mutants import BUGS, MutantEngine, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
+from .runner import level_gaps
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
 from .wire import to_json_ready
@@ -57,6 +65,8 @@ class Divergence:
     diagnosis: tuple[str, ...] = ()
     profile: str = DEFAULT_PROFILE
     """The profile the program was compared under (docs/contract.md section 9)."""
+    edges: bool = True
+    """False for an adapter whose pass records hold node records only (hello's ``"trace": "nodes"``)."""
 
     def describe(self) -> str:
         """The program, one step a line, then the first difference (or the fault) and the likely bug."""
@@ -69,6 +79,20 @@ class Divergence:
             lines.append(f"first difference, level {self.level}: {self.difference.describe()}{more}")
         lines += [f"likely bug: {text}" for text in self.diagnosis]
         return "\n".join(lines)
+
+
+@dataclass
+class KnownDivergence:
+    """Programs that diverged by a bug the adapter's expected failures name: reported once, not a failure."""
+
+    bug: str
+    entry: Expected
+    first_at: int
+    programs: int = 1
+
+    def describe(self, source: str) -> str:
+        """``known: <bug>: <reason> (<expected-failures file>)``."""
+        return f"known: {self.bug}: {self.entry.reason} ({source})"
 
 
 @dataclass
@@ -90,6 +114,10 @@ class FuzzResult:
     """With keep_going: every distinct divergence found, each shrunk, in the order found."""
     repeats: int = 0
     """With keep_going: divergent programs skipped because their signature was already recorded."""
+    known: dict[str, KnownDivergence] = field(default_factory=dict)
+    """Divergences explained by bugs the expected failures name, by bug name, in the order found."""
+    known_programs: int = 0
+    """Divergent programs that known bugs explain (not counted as divergences)."""
 
     @property
     def rate(self) -> float:
@@ -130,39 +158,49 @@ def examine(
 
     The program becomes a fixture as the generator makes one, bounds included, and the
     adapter's floats are compared under ``profile`` exactly as ``conformance run`` would.
+    Levels the adapter's partial declarations make uncomparable for this program
+    (``runner.level_gaps``: an error kind it does not report) are not compared.
     """
     fixture = build_fixture(Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz"))
-    checked = [level for level in fixture.levels if level in levels]
     try:
+        hello = transport.handshake()
         observations = transport.run(FUZZ_CASE, program)
     except AdapterFault as fault:
         hint = diagnose_error(str(fault))
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
-    for level in checked:
-        differences, _ = compare_level(fixture, observations, level, profile=profile)
+    gaps = level_gaps(fixture, hello)
+    edges = hello.trace == "full"
+    for level in (level for level in fixture.levels if level in levels and level not in gaps):
+        differences, _ = compare_level(fixture, observations, level, profile=profile, edges=edges)
         if differences:
             observed = tuple(observations)
-            return Divergence(
-                program, fixture, level, differences[0], count=len(differences), observations=observed, profile=profile
-            )
+            found = Divergence(program, fixture, level, differences[0], count=len(differences), observations=observed)
+            return replace(found, edges=edges, profile=profile)
     return None
 
 
-def minimize(transport: Transport, divergence: Divergence, result: Optional[FuzzResult] = None) -> Divergence:
+def minimize(
+    transport: Transport, divergence: Divergence, result: Optional[FuzzResult] = None, known: Iterable[str] = ()
+) -> Divergence:
     """Delete steps hypothesis left in, then name the nodes n0, n1, ...: each change kept only if it still diverges.
 
     hypothesis shrinks values and the number of steps drawn, but it cannot
     delete a step from the middle of a program whose later steps name ids by
     position; this pass can. A change is kept when the divergence stays at the
-    same level (or stays a fault).
+    same level (or stays a fault), and does not become one of the ``known``
+    bugs (catalogue names): shrinking must not trade a new bug for a known one.
     """
     levels = tuple(LEVELS) if divergence.fault is None else ()
+    known = frozenset(known)
+    compared = result.levels if result is not None else tuple(LEVELS)
 
     def still(program: Program) -> Optional[Divergence]:
         if result is not None:
             result.calls += 1
         found = examine(transport, program, levels, divergence.profile)
         if found is None or found.level != divergence.level:
+            return None
+        if known and known_bugs(_with_diagnosis(found), known, compared):
             return None
         return found
 
@@ -220,10 +258,56 @@ def signature(divergence: Divergence) -> tuple[Any, ...]:
     return (divergence.level, divergence.diagnosis, kind)
 
 
+def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[str] = LEVELS) -> tuple[str, ...]:
+    """The bugs among ``known`` (catalogue names) that explain a diagnosed divergence; () when it is new.
+
+    Either its diagnosis names one of them, or the program shows several known
+    bugs at once, which no single variant of the catalogue reproduces whole:
+    then every one of ``levels`` at which the adapter diverges must be
+    reproduced, at that level, by a known bug's variant that fails there too.
+    """
+    names = [bug for bug in BUGS if bug in set(known)]
+    named = next((bug_named(text) for text in divergence.diagnosis if bug_named(text) in names), None)
+    if named is not None:
+        return (named,)
+    if divergence.fault is not None or not divergence.observations or len(names) < 2:
+        return ()
+    fixture, observations = divergence.fixture, list(divergence.observations)
+    variants: dict[str, Optional[Fixture]] = {}
+    explained: list[str] = []
+    for level in (level for level in fixture.levels if level in set(levels)):
+        if not compare_level(fixture, observations, level, limit=1, edges=divergence.edges)[0]:
+            continue
+        for bug in names:
+            if bug not in variants:
+                variants[bug] = _variant(fixture, bug)
+            variant = variants[bug]
+            if (
+                variant is not None
+                and compare_level(fixture, list(variant.expected), level, limit=1, edges=divergence.edges)[0]
+                and not compare_level(variant, observations, level, limit=1, edges=divergence.edges)[0]
+            ):
+                explained.append(bug)
+                break
+        else:
+            return ()
+    return tuple(dict.fromkeys(explained))
+
+
+def _variant(fixture: Fixture, bug: str) -> Optional[Fixture]:
+    """The fixture with the catalogue variant's observations as its expectations (None if the variant cannot run it)."""
+    try:
+        return replace(fixture, expected=tuple(MutantEngine(bug).run(fixture.program)))
+    except Exception:  # noqa: BLE001 - a variant that cannot run this program explains nothing
+        return None
+
+
 def _with_diagnosis(divergence: Divergence) -> Divergence:
-    if divergence.fault is not None:
+    if divergence.fault is not None or divergence.diagnosis:
         return divergence
-    found = tuple(diagnose(divergence.fixture, list(divergence.observations), divergence.level, divergence.profile))
+    found = tuple(
+        diagnose(divergence.fixture, list(divergence.observations), divergence.level, divergence.profile, edges=divergence.edges)
+    )
     return replace(divergence, diagnosis=found)
 
 
@@ -241,6 +325,7 @@ def fuzz(
     exclude_ops: Optional[list[str]] = None,
     keep_going: bool = False,
     profile: Optional[str] = None,
+    expected: Iterable[Expected] = (),
 ) -> FuzzResult:
     """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
 
@@ -252,11 +337,14 @@ def fuzz(
     divergence: each one whose signature (level, diagnosis, kind of difference)
     is new is shrunk by step deletion and recorded in ``divergences``, and the
     search goes on for all ``examples``, so one known bug cannot hide the others.
-    ``profile`` overrides the one the adapter declares.
+    ``profile`` overrides the one the adapter declares. ``expected`` are the adapter's
+    expected failures: a divergence whose diagnosis names the ``bug`` of one of them is
+    recorded once in ``known`` and the search goes on, with or without ``keep_going``.
     """
     hello = transport.handshake()
     profile = profile or hello.profile
     result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
+    listed = bugs_of(expected)
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()
@@ -282,8 +370,17 @@ def fuzz(
             result.seconds = time.monotonic() - started
             progress(result, False)
         divergence = examine(transport, program, result.levels, profile)
+        if divergence is not None and listed:
+            divergence = _with_diagnosis(divergence)
+            bugs = known_bugs(divergence, listed, result.levels)
+            if bugs:
+                if result.first_found_at is None or keep_going:  # not while hypothesis shrinks a new one
+                    result.known_programs += 1
+                    for bug in bugs:
+                        _record_known(result, bug, listed[bug])
+                return
         if divergence is not None and keep_going:
-            _record_if_new(transport, _with_diagnosis(divergence), result, seen, shrink)
+            _record_if_new(transport, _with_diagnosis(divergence), result, seen, shrink, listed)
             return
         if divergence is not None:
             if result.first_found_at is None:
@@ -304,7 +401,7 @@ def fuzz(
         result.divergence = result.divergences[0] if result.divergences else None
     elif result.divergence is not None:
         if shrink:
-            result.divergence = minimize(transport, result.divergence, result)
+            result.divergence = minimize(transport, result.divergence, result, listed)
         result.divergence = _with_diagnosis(result.divergence)
     result.seconds = time.monotonic() - started
     if progress is not None:
@@ -312,8 +409,20 @@ def fuzz(
     return result
 
 
+def _record_known(result: FuzzResult, bug: str, entry: Expected) -> None:
+    if bug in result.known:
+        result.known[bug].programs += 1
+    else:
+        result.known[bug] = KnownDivergence(bug, entry, result.examples)
+
+
 def _record_if_new(
-    transport: Transport, divergence: Divergence, result: FuzzResult, seen: set[tuple[Any, ...]], shrink: bool
+    transport: Transport,
+    divergence: Divergence,
+    result: FuzzResult,
+    seen: set[tuple[Any, ...]],
+    shrink: bool,
+    known: Iterable[str] = (),
 ) -> None:
     key = signature(divergence)
     if key in seen:
@@ -323,7 +432,7 @@ def _record_if_new(
     if result.first_found_at is None:
         result.first_found_at = result.examples
     if shrink:
-        divergence = _with_diagnosis(minimize(transport, divergence, result))
+        divergence = _with_diagnosis(minimize(transport, divergence, result, known))
         seen.add(signature(divergence))
     result.divergences.append(divergence)
 

@@ -113,6 +113,12 @@ _SPECIFIC_FIRST = (
     "accumulation-checked-first",  # before partial-commit, which fails the same way when the first commit overflows
 )
 BUGS = {**{bug: BUGS[bug] for bug in _SPECIFIC_FIRST}, **BUGS}
+_NAMES = {description: bug for bug, description in BUGS.items()}
+
+
+def bug_named(description: str) -> Optional[str]:
+    """The catalogue name of the bug a diagnosis describes in these words, or None."""
+    return _NAMES.get(description)
 
 
 class _Node:

@@ -12,7 +12,9 @@ error naming the fixtures folder, never a green run of nothing. Each pytest
 process (each xdist worker) keeps one ``AdapterSession`` per adapter, so an
 unresponsive adapter is given up on after a few timeouts and its remaining
 tests fail at once with one diagnosis. The terminal summary shows the counts
-per adapter and level; ``--conformance-json`` writes the CLI's JSON report.
+per adapter and level and, as the CLI does, a warning line per adapter whose
+expected-failures file still has unreviewed drafts; ``--conformance-json``
+writes the CLI's JSON report.
 """
 
 from __future__ import annotations
@@ -271,7 +273,15 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     hello = engine.session.hello
     data = {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
     if hello is not None:
-        data["hello"] = {"name": hello.name, "version": hello.version, "language": hello.language, "profile": hello.profile}
+        data["hello"] = {
+            "name": hello.name,
+            "version": hello.version,
+            "language": hello.language,
+            "levels": sorted(hello.levels),
+            "error_kinds": sorted(hello.error_kinds),
+            "trace": hello.trace,
+            "profile": hello.profile,
+        }
     request.node.user_properties.append((_PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {adapter.name} is unresponsive (the adapter's diagnosis is in the summary)", pytrace=False)
@@ -294,6 +304,18 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
                 pytest.fail(result.message, pytrace=False)
 
 
+def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
+    """The adapter's expected-failures file and how many of its entries are unreviewed drafts."""
+    path = adapter.expected_failures_path()
+    if path is None:
+        return "", 0
+    try:
+        entries = load_expected(path)
+    except ExpectedError:  # reported where the tests loaded it
+        return str(path), 0
+    return str(path), sum(entry.unreviewed for entry in entries)
+
+
 class _Gatherer:
     """Gathers every conformance result in the controlling pytest process, also from xdist workers.
 
@@ -305,7 +327,7 @@ class _Gatherer:
         # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
         self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.downs: dict[str, str] = {}
-        self.hellos: dict[str, dict[str, str]] = {}
+        self.hellos: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Read the results a test attached to its report's user properties."""
@@ -328,9 +350,15 @@ class _Gatherer:
             run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
             hello = self.hellos.get(data["adapter"])
             if hello is not None and run.handshake is None:
-                empty: frozenset[str] = frozenset()
                 run.handshake = Handshake(
-                    hello["name"], hello["version"], hello["language"], empty, empty, empty, hello["profile"]
+                    hello["name"],
+                    hello["version"],
+                    hello["language"],
+                    frozenset(),
+                    frozenset(hello["levels"]),
+                    error_kinds=frozenset(hello["error_kinds"]),
+                    trace=hello["trace"],
+                    profile=hello["profile"],
                 )
             run.results.append(
                 Result(
@@ -350,14 +378,20 @@ class _Gatherer:
         """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
         if getattr(config, "workerinput", None) is not None:
             return
-        from .report import matrix_text, write_json
+        from .report import matrix_text, warning_lines, write_json
 
         runs = self.runs()
         if not runs:
             return
+        adapters = {adapter.name: adapter for adapter in self.state.adapters}
+        for run in runs:
+            if run.name in adapters:
+                run.expected_failures, run.unreviewed = _unreviewed(adapters[run.name])
         terminalreporter.section("conformance")
         for line in matrix_text(runs).splitlines():
             terminalreporter.write_line(line)
+        for line in warning_lines(runs):
+            terminalreporter.write_line(line, yellow=True)
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

@@ -77,9 +77,10 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             where = f" (at {at.case} [{at.level}])" if at is not None else ""
             closest = f"{run.largest_share:.2g} of its bound{where}" if at is not None else "every float the same bits"
             took = f"{run.seconds:.1f} s, " if run.seconds > 0 else ""
+            partial = f"declares less: {'; '.join(hello.partial())}; " if hello.partial() else ""
             lines.append(
                 f"{run.name}: {hello.name} {hello.version} ({hello.language}), profile {hello.profile}, "
-                f"{took}closest agreeing float: {closest}"
+                f"{partial}{took}closest agreeing float: {closest}"
             )
     return "\n".join(lines)
 
@@ -125,6 +126,11 @@ def details_text(runs: list[AdapterRun]) -> str:
     return "\n\n".join(blocks)
 
 
+def warning_lines(runs: list[AdapterRun]) -> list[str]:
+    """One line per adapter whose expected-failures file still has unreviewed drafts."""
+    return [f"WARNING {run.name}: {run.warning}" for run in runs if run.warning]
+
+
 def summary_line(runs: list[AdapterRun]) -> str:
     """The closing line: counts over every adapter."""
     totals = {outcome: sum(run.count(outcome) for run in runs) for outcome in OUTCOMES}
@@ -149,6 +155,9 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         if run.handshake is not None:
             entry["engine"] = {"name": run.handshake.name, "version": run.handshake.version, "language": run.handshake.language}
             entry["profile"] = run.handshake.profile
+            entry["error_kinds"] = sorted(run.handshake.error_kinds)
+            entry["trace"] = run.handshake.trace
+            entry["partial"] = run.handshake.partial()
         entry.update({outcome: run.count(outcome) for outcome in ("passed", "failed", "unsupported", "xfailed", "xpassed")})
         entry["errors"] = run.count("error")
         entry["not_run"] = run.count("not-run")
@@ -164,6 +173,10 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             }
         if run.interrupted:
             entry["interrupted"] = run.interrupted
+        entry["expected_failures"] = run.expected_failures or None
+        entry["unreviewed_expected_failures"] = run.unreviewed
+        if run.warning:
+            entry["warning"] = run.warning
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:
@@ -228,6 +241,11 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if run.down is not None:
             lines.append(f"\n{run.name} was given up on as unresponsive: {run.down.message}")
+    for run in runs:
+        if run.handshake is not None and run.handshake.partial():
+            lines.append(f"\n{run.name} declares less: {'; '.join(run.handshake.partial())}.")
+    for line in warning_lines(runs):
+        lines.append(f"\n**{line}**")
     return "\n".join(lines) + "\n"
 
 

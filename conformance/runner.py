@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Optional
 from .compare import compare_level
 from .contract import Rule, rules_for_case
 from .diagnose import diagnose, diagnose_error
-from .expected import Expected, find
+from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
 from .transport import AdapterFault, Handshake, Transport
 
@@ -88,6 +88,15 @@ class AdapterRun:
     seconds: float = 0.0
     down: Optional["AdapterDown"] = None
     interrupted: str = ""
+    expected_failures: str = ""
+    """The adapter's expected-failures file, if it has one."""
+    unreviewed: int = 0
+    """How many of its entries are unreviewed drafts (``unreviewed = true``)."""
+
+    @property
+    def warning(self) -> Optional[str]:
+        """The unreviewed-drafts warning every report shows, or None."""
+        return unreviewed_warning(self.unreviewed, self.expected_failures) if self.unreviewed else None
 
     def count(self, outcome: str, level: Optional[str] = None) -> int:
         """How many results have this outcome (at this level)."""
@@ -122,6 +131,41 @@ def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     if "errors" in fixture.levels and "errors" not in hello.levels:
         return "expects typed errors, and the adapter does not declare the errors level"
     return None
+
+
+def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
+    """The case's levels this adapter cannot be compared at, each with the reason; the other levels run.
+
+    A level the adapter does not declare, and the levels an error kind it does
+    not report (hello's ``error_kinds``) makes uncomparable: such an engine
+    does not see the failure, so the step itself is not comparable (``values``
+    for a failed creation, ``errors`` for a failed backward), nor is what it
+    may have changed afterwards. A creation it did not reject leaves one more
+    node in every later stored-gradient map (``gradients``, ``errors``), though
+    no later step can reach it; a backward it did not reject may have committed
+    its gradients, which every later map (``gradients``) and every later pass
+    record's stored gradients (``trace``) show. Values, and the fresh pass
+    adjoints ``order`` compares, do not change.
+    """
+    gaps = {level: "the adapter does not declare this level" for level in fixture.levels if level not in hello.levels}
+    steps = list(zip(fixture.program, fixture.expected))
+    for index, (step, expected) in enumerate(steps):
+        error = expected.get("error")
+        if not isinstance(error, dict) or error.get("kind") in hello.error_kinds:
+            continue
+        later = [(s, e) for s, e in steps[index + 1 :] if s.op in ("backward", "zero_grad")]
+        affected = ["values"] if step.id is not None else ["errors"]
+        if any("error" not in e for _, e in later):
+            affected.append("gradients")
+        if step.id is not None and any("error" in e for _, e in later):
+            affected.append("errors")
+        if step.id is None and any("pass" in e for _, e in later):
+            affected.append("trace")
+        why = f"step {index} expects error kind {error.get('kind')}, which the adapter does not report (hello's error_kinds)"
+        for level in affected:
+            if level in fixture.levels:
+                gaps.setdefault(level, why)
+    return gaps
 
 
 @dataclass
@@ -298,12 +342,12 @@ def run_case(
     gap = support_gap(fixture, hello)
     if gap:
         return [Result(name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
-    levels = [level for level in fixture.levels if level in hello.levels]
-    unsupported = [
-        Result(name, fixture.id, level, "unsupported", "the adapter does not declare this level")
-        for level in fixture.levels
-        if level not in hello.levels
-    ]
+    gaps = level_gaps(fixture, hello)
+    levels = [level for level in fixture.levels if level not in gaps]
+    unsupported = [Result(name, fixture.id, level, "unsupported", gaps[level]) for level in fixture.levels if level in gaps]
+    if not levels:
+        return unsupported
+    edges = hello.trace == "full"
     try:
         observations = transport.run(fixture.id, fixture.program, timeout)
     except AdapterFault as fault:
@@ -312,12 +356,12 @@ def run_case(
         return unsupported + _charge(name, fixture, levels, str(fault), expected)
     results = []
     for level in levels:
-        differences, share = compare_level(fixture, observations, level, profile=hello.profile)
+        differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
-            diagnosis = tuple(diagnose(fixture, observations, level, hello.profile))
+            diagnosis = tuple(diagnose(fixture, observations, level, hello.profile, edges=edges))
             outcome = Result(name, fixture.id, level, "failed", message, diagnosis, share)
         else:
             outcome = Result(name, fixture.id, level, "passed", largest_share=share)

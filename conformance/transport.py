@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
+from reference.errors import ERROR_KINDS as _ERROR_CLASSES
+
 from .bounds import PROFILES
 from .execute import run_program
 from .program import DECLARABLE_OPS, Program, program_to_json
@@ -36,6 +38,12 @@ from .wire import dumps_line, loads
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 64 * 1024 * 1024
 LEVEL_NAMES = ("values", "gradients", "errors", "trace", "order")
+#: Every error kind of the contract: an adapter reports all of them unless its hello's ``error_kinds`` says less.
+ERROR_KINDS = tuple(_ERROR_CLASSES)
+#: The error kinds of a failed creation (compared at ``values``); the others are backward's (``errors``).
+CREATION_ERROR_KINDS = ("non-finite-leaf", "non-finite-result", "non-finite-local-derivative")
+#: What a pass record may hold: node and edge records, or node records only (hello's ``trace``).
+TRACE_KINDS = ("full", "nodes")
 #: Seconds an adapter has to answer hello. Starting a process takes milliseconds; an adapter that has not
 #: answered in this time almost always forgot to flush stdout (docs/protocol.md, "Timeouts").
 HANDSHAKE_TIMEOUT = 5.0
@@ -90,8 +98,22 @@ class Handshake:
     ops: frozenset[str]
     levels: frozenset[str]
     features: frozenset[str] = field(default_factory=frozenset)
+    error_kinds: frozenset[str] = frozenset(ERROR_KINDS)
+    """The error kinds the engine reports (hello's optional ``error_kinds``; default every kind)."""
+    trace: str = "full"
+    """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
     profile: str = "contract"
     """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
+
+    def partial(self) -> list[str]:
+        """What the adapter declared less than in full, one phrase each (empty when nothing)."""
+        found = []
+        missing = [kind for kind in ERROR_KINDS if kind not in self.error_kinds]
+        if missing:
+            found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
+        if self.trace == "nodes" and "trace" in self.levels:
+            found.append("trace: nodes only")
+        return found
 
     @staticmethod
     def parse(message: Any) -> "Handshake":
@@ -106,19 +128,41 @@ class Handshake:
         if not isinstance(engine, dict) or not all(isinstance(engine.get(k), str) for k in ("name", "version", "language")):
             raise AdapterFault("hello: field 'engine' must be an object with string name, version and language")
         sets = {}
-        for key, allowed in (("ops", DECLARABLE_OPS), ("levels", LEVEL_NAMES), ("features", ("seed",))):
-            raw = message.get(key, [] if key == "features" else None)
+        defaults: dict[str, Optional[list[str]]] = {"features": [], "error_kinds": list(ERROR_KINDS)}
+        for key, allowed in (
+            ("ops", DECLARABLE_OPS),
+            ("levels", LEVEL_NAMES),
+            ("features", ("seed",)),
+            ("error_kinds", ERROR_KINDS),
+        ):
+            raw = message.get(key, defaults.get(key))
             if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
                 raise AdapterFault(f"hello: field {key!r} must be a list of strings")
             unknown = sorted(set(raw) - set(allowed))
             if unknown:
                 raise AdapterFault(f"hello: field {key!r}: unknown {unknown[0]!r} (known: {', '.join(allowed)})")
             sets[key] = frozenset(raw)
+        trace = message.get("trace", "full")
+        if trace not in TRACE_KINDS:
+            raise AdapterFault(f"hello: field 'trace': {_clip(trace)} is not one of {', '.join(map(repr, TRACE_KINDS))}")
+        if trace == "nodes" and "order" in sets["levels"]:
+            raise AdapterFault(
+                "hello: field 'trace': 'nodes' cannot be declared with the order level, which compares the edge "
+                "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
+            )
         profile = message.get("profile", "contract")
         if profile not in PROFILES:
-            raise AdapterFault(f"hello: field 'profile': unknown {profile!r} (known: {', '.join(PROFILES)})")
+            raise AdapterFault(f"hello: field 'profile': {_clip(profile)} is not one of {', '.join(map(repr, PROFILES))}")
         return Handshake(
-            engine["name"], engine["version"], engine["language"], sets["ops"], sets["levels"], sets["features"], profile
+            engine["name"],
+            engine["version"],
+            engine["language"],
+            sets["ops"],
+            sets["levels"],
+            sets["features"],
+            sets["error_kinds"],
+            trace,
+            profile,
         )
 
 

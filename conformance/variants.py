@@ -224,7 +224,7 @@ class VariantTransport:
             frozenset(DECLARABLE_OPS),
             levels,
             frozenset({"seed"}),
-            self.engine.profile,
+            profile=self.engine.profile,
         )
 
     def handshake(self) -> Handshake:

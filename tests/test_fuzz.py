@@ -12,9 +12,11 @@ from hypothesis import given
 from conformance.cases.regressions import cases as regression_cases
 from conformance.cases.regressions import load_case
 from conformance.cli import main
+from conformance.diagnose import diagnose
 from conformance.execute import run_program
+from conformance.expected import Expected, load_expected
 from conformance.fixture import FIXTURES_DIR, load_fixture
-from conformance.fuzz import examine, fuzz, regression_id, regression_text, save_regression, signature
+from conformance.fuzz import examine, fuzz, known_bugs, regression_id, regression_text, save_regression, signature
 from conformance.generate import generate
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
@@ -211,3 +213,81 @@ def test_keep_going_on_the_command_line_lists_every_distinct_divergence(capsys):
     assert code == 1
     assert "distinct divergence(s) in 150 example(s)" in out
     assert "DIVERGENCE 1 of " in out
+
+
+def test_a_divergence_by_a_bug_the_expected_failures_name_is_known_counted_once_and_the_search_goes_on(tmp_path, capsys):
+    expected = tmp_path / "expected.toml"
+    expected.write_text('[[expected]]\ncase = "seed/*"\nlevel = "gradients"\nreason = "stale on purpose"\nbug = "stale"\n')
+    code = main(["fuzz", "--command", broken("stale"), "--expected-failures", str(expected), "--examples", "150"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.count(f"known: stale: stale on purpose ({expected.resolve()})") == 1
+    assert "program(s) diverged by bugs the expected failures list; not counted, the search went on:" in out
+    assert "no other divergence in 150 example(s)" in out and "DIVERGENCE" not in out
+
+
+def test_a_known_bug_does_not_hide_a_new_one():
+    known = [Expected("seed/*", "*", "the seed is ignored on purpose", bug="seed-ignored")]
+    result = fuzz(TwoBugTransport(), examples=400, seed=0, expected=known)
+    assert set(result.known) == {"seed-ignored"} and result.known_programs > 0
+    assert result.divergence is not None and result.divergence.diagnosis == (BUGS["wrong-derivative-tanh"],)
+    both = [*known, Expected("ops/tanh/*", "*", "tanh on purpose", bug="wrong-derivative-tanh")]
+    result = fuzz(TwoBugTransport(), examples=400, seed=0, expected=both)
+    assert result.divergence is None and result.examples == 400
+    assert set(result.known) == {"seed-ignored", "wrong-derivative-tanh"}
+
+
+def test_a_program_showing_two_known_bugs_at_once_is_known():
+    # No single variant reproduces this program whole (relu(-0.0) keeps its sign and the second backward
+    # is stale), so the diagnosis names nothing; each diverging level is one known bug's.
+    program = parse_program(
+        [
+            {"id": "x", "op": "variable", "value": -0.0},
+            {"id": "r", "op": "relu", "args": ["x"]},
+            {"id": "y", "op": "mul", "args": ["x", "x"]},
+            {"op": "backward", "output": "y"},
+            {"op": "backward", "output": "y"},
+        ],
+        "test",
+    )
+
+    class Both(MutantTransport):
+        def run(self, case, program):
+            observations = MutantEngine("stale").run(program)
+            observations[1]["value"] = MutantEngine("relu-keeps-negative-zero").run(program)[1]["value"]
+            return observations
+
+    divergence = examine(Both(None), program, LEVEL_NAMES)
+    assert diagnose(divergence.fixture, list(divergence.observations), divergence.level) == []
+    assert known_bugs(divergence, ["stale"]) == ()
+    assert known_bugs(divergence, ["stale", "relu-keeps-negative-zero", "assign"]) == ("relu-keeps-negative-zero", "stale")
+
+
+class MicrogradTransport(MutantTransport):
+    """micrograd 0.1.0 through its adapter's own run function, in-process."""
+
+    def __init__(self):
+        sys.path.insert(0, str(ROOT / "adapters" / "micrograd"))
+        try:
+            import adapter as micrograd_adapter
+        finally:
+            sys.path.pop(0)
+        self.engine_run = micrograd_adapter.run
+        self.hello = Handshake.parse({"type": "hello", "protocol": 1, **micrograd_adapter.HELLO})
+
+    def run(self, case, program):
+        try:
+            return self.engine_run(program)
+        except Exception as error:
+            raise AdapterFault(f"the adapter could not run the case: {type(error).__name__}: {error}") from None
+
+
+def test_fuzzing_micrograd_with_its_expected_failures_reports_its_known_bugs_as_known():
+    pytest.importorskip("micrograd")
+    entries = load_expected(ROOT / "adapters" / "micrograd" / "expected-failures.toml")
+    result = fuzz(MicrogradTransport(), examples=300, seed=0, expected=entries, keep_going=True)
+    assert result.examples == 300
+    assert "stale" in result.known and result.known["stale"].entry.bug == "stale"
+    listed = {BUGS[e.bug] for e in entries if e.bug}
+    for divergence in result.divergences:  # what is left is new: no diagnosis names a listed bug
+        assert not listed & set(divergence.diagnosis), divergence.describe()

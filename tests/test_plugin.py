@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -91,3 +92,30 @@ def test_settings_come_from_the_ini_file_when_not_on_the_command_line(pytester):
     pytester.makeini(f"[pytest]\nconformance_command = {PYTHON_ADAPTER}\n")
     result = pytester.runpytest_subprocess("--conformance-case", "seed/detach", "-q")
     result.assert_outcomes(passed=1)
+
+
+def test_unreviewed_expected_failures_xfail_with_a_warning_line_in_the_summary_and_the_json(pytester, tmp_path):
+    listed = tmp_path / "expected.toml"
+    listed.write_text(
+        "".join(
+            f'[[expected]]\ncase = "repeated/x-mul-x"\nlevel = "{level}"\nreason = "merged"\n'
+            + ('bug = "merge-edges"\nunreviewed = true\n' if level == "order" else "")
+            for level in ("gradients", "trace", "order")
+        )
+    )
+    report = tmp_path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--conformance-command",
+        f"{BROKEN} merge-edges",
+        "--conformance-case",
+        "repeated/x-mul-x",
+        "--conformance-expected-failures",
+        str(listed),
+        "--conformance-json",
+        str(report),
+        "-q",
+    )
+    assert result.ret == 0
+    warning = f"1 expected failure in {listed} is an unreviewed draft: review its reason, then delete its `unreviewed = true`"
+    assert result.stdout.str().count(f"WARNING command: {warning}") == 1
+    assert json.loads(report.read_text())["adapters"][0]["warning"] == warning

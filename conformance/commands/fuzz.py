@@ -3,8 +3,10 @@
 Random programs run on the reference and on the adapter; the first divergence
 is shrunk to a minimal program and printed with its first difference and the
 likely bug. ``--save`` keeps it as a regression case and generates its
-fixture. Exit 0 when no divergence was found, 1 when one was (or the adapter
-could not start or build), 2 on usage errors.
+fixture. A divergence whose likely bug the adapter's expected failures name
+(their ``bug`` field) is reported once as known and does not stop the search.
+Exit 0 when no divergence but known ones was found, 1 when one was (or the
+adapter could not start or build), 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Callable, Optional
 
 from ..bounds import PROFILES
 from ..errors import UsageError
+from ..expected import load_expected
 from ..fixture import FIXTURES_DIR, LEVELS
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
 from ..program import DECLARABLE_OPS
@@ -31,6 +34,12 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser = subparsers.add_parser("fuzz", help="differential fuzzing: random programs on the reference and one adapter")
     parser.add_argument("--adapter", action="append", metavar="NAME", help="the registered adapter to fuzz")
     parser.add_argument("--command", metavar="CMD", help="fuzz an unregistered adapter command ad hoc")
+    parser.add_argument(
+        "--expected-failures",
+        type=Path,
+        metavar="FILE",
+        help="expected-failures file for --command: divergences by a bug its entries name are reported as known",
+    )
     parser.add_argument("--examples", type=int, default=200, metavar="N", help="programs to try (default 200)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed; a run is reproducible (default 0)")
     parser.add_argument("--max-steps", type=int, default=24, metavar="N", help="longest program drawn (default 24)")
@@ -93,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout {args.timeout:g}: must be positive")
     if bool(args.command) == bool(args.adapter) or (args.adapter and len(args.adapter) > 1):
         raise UsageError("fuzz needs exactly one adapter: --adapter NAME or --command CMD")
-    (adapter,) = choose_adapters(argparse.Namespace(**{**vars(args), "expected_failures": None}))
+    (adapter,) = choose_adapters(args)
+    expected_path = adapter.expected_failures_path()
+    expected = load_expected(expected_path)
     missing = adapter.missing()
     if missing:
         print(f"{adapter.name}: unavailable: {missing}")
@@ -116,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             exclude_ops=args.exclude_op,
             keep_going=args.keep_going,
             profile=args.profile,
+            expected=expected,
         )
     except AdapterFault as fault:
         print(f"{adapter.name}: the adapter failed to start: {fault}")
@@ -123,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         transport.close()
     print(_summary(adapter.name, result, args))
+    if result.known:
+        print(f"{result.known_programs} program(s) diverged by bugs the expected failures list; not counted, the search went on:")
+        for known in result.known.values():
+            print(known.describe(str(expected_path)))
     for note in result.notes:
         print(f"note: {note}")
     if result.divergence is None:
@@ -153,7 +169,7 @@ def _summary(name: str, result: FuzzResult, args: argparse.Namespace) -> str:
         f"{result.calls} program(s) in {result.seconds:.1f} s, {result.rate:.1f} examples/s"
     )
     if result.divergence is None:
-        return f"{head}\nno divergence in {result.examples} example(s)"
+        return f"{head}\nno {'other ' if result.known else ''}divergence in {result.examples} example(s)"
     if args.keep_going:
         return (
             f"{head}\n{len(result.divergences)} distinct divergence(s) in {result.examples} example(s), "

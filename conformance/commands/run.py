@@ -27,8 +27,19 @@ from ..bounds import PROFILES
 from ..errors import UsageError
 from ..expected import Expected, load_expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
+from ..mutants import bug_named
 from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
-from ..report import LiveLog, details_text, matrix_text, summary_line, versions_line, write_json, write_junit, write_markdown
+from ..report import (
+    LiveLog,
+    details_text,
+    matrix_text,
+    summary_line,
+    versions_line,
+    warning_lines,
+    write_json,
+    write_junit,
+    write_markdown,
+)
 from ..runner import AdapterRun, Result, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, SubprocessTransport
 
@@ -192,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
     for bug in fixture_bugs:
         print(f"\nFIXTURE BUG {bug} (no adapter is blamed; regenerate with `conformance regen`)")
     print()
+    for line in warning_lines(runs):
+        print(line)
     print(summary_line(runs))
     if args.json:
         write_json(runs, args.json)
@@ -258,28 +271,46 @@ def _run_one(
     finally:
         transport.close()
     log.finish(run)
+    path = adapter.expected_failures_path()
+    run.expected_failures = str(path) if path else ""
     if args.update_expected:
-        _update_expected(adapter, run, expected, args)
+        expected = _update_expected(adapter, run, expected, args)
+    run.unreviewed = sum(entry.unreviewed for entry in expected)
     return run, None
 
 
-def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected], args: argparse.Namespace) -> None:
+def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected], args: argparse.Namespace) -> list[Expected]:
+    """Rewrite the adapter's file from the run; the entries now in it.
+
+    An entry that still applies keeps its reason, bug and review state; a new
+    one is a draft (``unreviewed = true``) whose reason is the diagnosis, or
+    the first difference when there is none, with the catalogue ``bug`` when
+    the diagnosis names one.
+    """
     path = adapter.expected_failures_path()
     if path is None:
         print(f"{adapter.name}: no expected_failures file is configured; nothing updated", file=sys.stderr)
-        return
+        return old
     ran = {(r.case, r.level) for r in run.results}
     keep = [e for e in old if not any(e.matches(case, level) for case, level in ran)]
     failing: list[Result] = [r for r in run.results if r.outcome in ("failed", "error", "xfailed")]
     entries = list(keep)
     for result in failing:
         previous = next((e for e in old if e.matches(result.case, result.level)), None)
-        reason = previous.reason if previous else (result.diagnosis[0] if result.diagnosis else result.message.splitlines()[0])
-        entries.append(Expected(result.case, result.level, reason))
+        if previous is not None:
+            entries.append(Expected(result.case, result.level, previous.reason, previous.bug, previous.unreviewed))
+            continue
+        # Several likely bugs reproduce the same numbers on some cases: the draft names each, the review picks.
+        reason = "; or ".join(result.diagnosis) if result.diagnosis else result.message.splitlines()[0]
+        bug = next((bug_named(text) for text in result.diagnosis if bug_named(text)), None)
+        entries.append(Expected(result.case, result.level, reason, bug, unreviewed=True))
     command = shlex.join(["conformance", *getattr(args, "argv", ["run", "--update-expected"])])
     header = (
         f"Expected failures of the {adapter.name} adapter: case pattern, level and the reason.\n"
-        f"Rewritten by `{command}`; edit the reasons freely."
+        f"Rewritten by `{command}`; edit the reasons freely.\n"
+        "A new entry is a draft marked `unreviewed = true`: check its reason (and its bug, the catalogue's name\n"
+        "for the likely bug), then delete the flag. Every run warns while a draft is left."
     )
     write_expected(path, entries, header)
     print(f"{adapter.name}: wrote {len(entries)} expected failure(s) to {path}", file=sys.stderr)
+    return entries

@@ -457,18 +457,25 @@ def _pass_json(record: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     }
 
 
+def _odd_integer(c: float) -> bool:
+    return float(c).is_integer() and abs(c) < 2.0**53 and int(c) % 2 == 1
+
+
 def _libm(function: Callable[..., float]) -> Callable[..., float]:
-    # The platform's math function with IEEE results where Python's math raises instead.
+    # The platform's math function with the IEEE result (as C's libm returns it) where Python's math
+    # raises instead. pow keeps the sign of a negative base, or of a zero base, for an odd integer exponent.
     def ieee(*args: float) -> float:
         try:
             return function(*args)
         except OverflowError:
+            if function is math.pow and args[0] < 0.0 and _odd_integer(args[1]):
+                return -math.inf
             return math.inf
         except (ValueError, ZeroDivisionError):
             if function is math.log and args[0] == 0.0:
                 return -math.inf
             if function is math.pow and args[0] == 0.0 and args[1] < 0:
-                return math.inf
+                return math.copysign(math.inf, args[0]) if _odd_integer(args[1]) else math.inf
             return math.nan
 
     return ieee

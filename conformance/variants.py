@@ -44,18 +44,47 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gmpy2
 
 from reference.crmath import ieee_div
 from reference.errors import NonFiniteContribution, NonFinitePassAdjoint
 
-from .mutants import _LIBM_EXP, _LIBM_LOG, _LIBM_POW, _LIBM_TANH, MutantEngine, _Node
+from .mutants import MutantEngine, _Node
 from .program import DECLARABLE_OPS, Program
 from .transport import LEVEL_NAMES, AdapterFault, Handshake
 
 _IEEE = gmpy2.ieee(64)
+
+
+def _odd_integer(c: float) -> bool:
+    return float(c).is_integer() and abs(c) < 2.0**53 and int(c) % 2 == 1
+
+
+def _libm(function: Callable[..., float]) -> Callable[..., float]:
+    # The platform's math function with the IEEE result (as C's libm returns it) where Python's math
+    # raises instead. pow keeps the sign of a negative base, or of a zero base, for an odd integer exponent.
+    def ieee(*args: float) -> float:
+        try:
+            return function(*args)
+        except OverflowError:
+            if function is math.pow and args[0] < 0.0 and _odd_integer(args[1]):
+                return -math.inf
+            return math.inf
+        except (ValueError, ZeroDivisionError):
+            if function is math.log and args[0] == 0.0:
+                return -math.inf
+            if function is math.pow and args[0] == 0.0 and args[1] < 0:
+                return math.copysign(math.inf, args[0]) if _odd_integer(args[1]) else math.inf
+            return math.nan
+
+    return ieee
+
+
+#: The platform's exp, log, tanh and pow (glibc here), with IEEE results where Python's math raises.
+LIBM_EXP, LIBM_LOG, LIBM_TANH, LIBM_POW = (_libm(f) for f in (math.exp, math.log, math.tanh, math.pow))
+
 
 #: Variant name -> (its profile, the allowances it takes).
 VARIANTS: dict[str, tuple[str, frozenset[str]]] = {
@@ -123,20 +152,20 @@ class VariantEngine(MutantEngine):
             r = ieee_div(a, values[1])
             return r, (ieee_div(1.0, values[1]), -ieee_div(r, values[1]))
         if op == "tanh" and takes & {"libm", "fma", "accurate-tanh-derivative"}:
-            t = _LIBM_TANH(a) if "libm" in takes else super()._rule(op, values, exponent)[0]
+            t = LIBM_TANH(a) if "libm" in takes else super()._rule(op, values, exponent)[0]
             if "accurate-tanh-derivative" in takes:
                 return t, (sech_squared(a),)
             return t, (fma(-t, t, 1.0) if "fma" in takes else 1.0 - t * t,)
         if "libm" in takes:
             if op == "exp":
-                r = _LIBM_EXP(a)
+                r = LIBM_EXP(a)
                 return r, (r,)
             if op == "log":
-                return _LIBM_LOG(a), (ieee_div(1.0, a),)
+                return LIBM_LOG(a), (ieee_div(1.0, a),)
             if op == "pow":
                 assert exponent is not None
-                r = _LIBM_POW(a, exponent)
-                return r, (0.0 if exponent == 0.0 else exponent * _LIBM_POW(a, exponent - 1.0),)
+                r = LIBM_POW(a, exponent)
+                return r, (0.0 if exponent == 0.0 else exponent * LIBM_POW(a, exponent - 1.0),)
         return super()._rule(op, values, exponent)
 
     def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:

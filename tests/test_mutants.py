@@ -8,8 +8,9 @@ from hypothesis import given
 from conformance.compare import compare_level
 from conformance.execute import run_program
 from conformance.fixture import load_corpus
-from conformance.mutants import LibmEngine, MutantEngine
+from conformance.mutants import MutantEngine
 from conformance.strategies import programs
+from conformance.variants import VariantEngine
 from conformance.wire import dumps_line, float_bits_equal
 
 CORPUS = load_corpus()
@@ -29,7 +30,7 @@ def test_the_stale_variant_reproduces_micrographs_24_on_the_reused_square():
 def test_a_port_with_the_platforms_libm_passes_the_whole_corpus_though_its_bits_differ():
     differing = 0
     for fixture in CORPUS:
-        observations = LibmEngine().run(fixture.program)
+        observations = VariantEngine("libm").run(fixture.program)
         for level in fixture.levels:
             found, _ = compare_level(fixture, observations, level, limit=1)
             assert not found, f"{fixture.id} [{level}]: {found[0].describe()}"

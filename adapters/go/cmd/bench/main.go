@@ -93,9 +93,11 @@ func run(m *program.Machine, steps []program.Step) (report, error) {
 	var forward, backward time.Duration
 	start := time.Now()
 	m.Graph.Grow(len(steps))
+	previous := len(steps) > 0 && m.Creates(0)
 	for index := range steps {
 		creates := m.Creates(index)
-		if index > 0 && creates != m.Creates(index-1) {
+		if creates != previous {
+			previous = creates
 			now := time.Now()
 			if !creates {
 				forward += now.Sub(start)

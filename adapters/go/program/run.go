@@ -143,14 +143,7 @@ func (m *Machine) Create(index int) (autograd.Node, error) {
 		err error
 	)
 	if p.kind == kindApply {
-		// Both slots resolve the same way (a unary op's slot 1 repeats slot
-		// 0), and Apply takes the slice its arity needs.
-		a, b := m.tape[p.refs[0]], m.tape[p.refs[1]]
-		if a < 0 || b < 0 {
-			return autograd.Node{}, m.missing(index)
-		}
-		operands := [2]autograd.Node{m.Graph.At(int(a)), m.Graph.At(int(b))}
-		n, err = m.Graph.Apply(p.op, operands[:p.arity], p.value)
+		n, err = m.apply(index, p)
 	} else {
 		n, err = m.createLeaf(index)
 	}
@@ -159,6 +152,44 @@ func (m *Machine) Create(index int) (autograd.Node, error) {
 	}
 	m.tape[index] = int32(n.Index())
 	return n, nil
+}
+
+// CreateRun executes the creation steps from number index on, up to the
+// first step that creates nothing (or the end), and returns that step's
+// number: Create in a loop, for a caller that times steps and does not observe
+// them. An engine error (autograd.Error) creates no node and the run goes on,
+// as it would in the program; any other error stops it at its step.
+func (m *Machine) CreateRun(index int) (int, error) {
+	for ; index < len(m.plan) && m.plan[index].creates; index++ {
+		p := &m.plan[index]
+		var (
+			n   autograd.Node
+			err error
+		)
+		if p.kind == kindApply {
+			n, err = m.apply(index, p)
+		} else {
+			n, err = m.createLeaf(index)
+		}
+		if err == nil {
+			m.tape[index] = int32(n.Index())
+		} else if _, engine := err.(autograd.Error); !engine {
+			return index, err
+		}
+	}
+	return index, nil
+}
+
+// apply creates the node of operation step number index, whose plan is p.
+func (m *Machine) apply(index int, p *plan) (autograd.Node, error) {
+	// Both slots resolve the same way (a unary op's slot 1 repeats slot 0),
+	// and Apply takes the slice its arity needs.
+	a, b := m.tape[p.refs[0]], m.tape[p.refs[1]]
+	if a < 0 || b < 0 {
+		return autograd.Node{}, m.missing(index)
+	}
+	operands := [2]autograd.Node{m.Graph.At(int(a)), m.Graph.At(int(b))}
+	return m.Graph.Apply(p.op, operands[:p.arity], p.value)
 }
 
 // createLeaf is Create for every step that is not an operation: a variable,

@@ -96,7 +96,11 @@ func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 	s := &g.scratch
 	s.grow(len(g.nodes))
 	nodes, mark, pass, gen := g.nodes, s.mark, s.pass, s.gen
-	topo, stack := s.topo[:0], s.stack[:0]
+	// topo and stack have room for the deepest walk (grow), so they are
+	// written by index: no append, hence no call in the loop and nothing
+	// spilled around one.
+	topo, stack := s.topo[:cap(s.topo)], s.stack[:cap(s.stack)]
+	placed, depth := 0, 0
 	// skip reports whether the walk does not enter node q from here.
 	skip := func(q int32) bool { return mark[q] == gen || (trackedOnly && !nodes[q].tracked) }
 	if !skip(output) {
@@ -109,22 +113,26 @@ func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 				next = nd.operands[0]
 			}
 			if nd.arity == 2 && !skip(nd.operands[1]) {
-				stack = append(stack, ^p, nd.operands[1])
+				stack[depth], stack[depth+1] = ^p, nd.operands[1]
+				depth += 2
 			} else if next >= 0 {
-				stack = append(stack, ^p)
+				stack[depth] = ^p
+				depth++
 			} else {
-				topo = append(topo, p) // nothing left below p: its post-order place is here
+				topo[placed] = p // nothing left below p: its post-order place is here
+				placed++
 			}
 			if next >= 0 {
 				p = next
 				continue
 			}
 			// Pop: place every finished node, up to the next visit still wanted.
-			for len(stack) > 0 {
-				q := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
+			for depth > 0 {
+				depth--
+				q := stack[depth]
 				if q < 0 {
-					topo = append(topo, ^q)
+					topo[placed] = ^q
+					placed++
 				} else if mark[q] != gen {
 					next = q
 					break
@@ -136,7 +144,7 @@ func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 			p = next
 		}
 	}
-	s.topo, s.stack = topo, stack
+	topo = topo[:placed]
 	return topo
 }
 

@@ -557,3 +557,38 @@ func TestContributionsIntoAnUntrackedParentNeverOverflowAPassAdjoint(t *testing.
 		}
 	}
 }
+
+func TestBackwardWithoutRecordMatchesTheRecordAroundUntrackedSubtrees(t *testing.T) {
+	// Untracked subtrees hang off both slots; the fast walk leaves them out.
+	build := func() (*Graph, Node, []Node) {
+		g := NewGraph()
+		x, _ := g.Variable(0.3)
+		w, _ := g.Variable(-1.7)
+		c, _ := g.Literal(2.5)
+		d := g.Detach(x)
+		k, _ := g.Mul(c, d) // untracked, with an untracked operand
+		a, _ := g.Mul(k, x)
+		b, _ := g.Tanh(a)
+		e, _ := g.Add(w, k)
+		f, _ := g.Mul(b, e)
+		y, _ := g.Add(f, x)
+		return g, y, []Node{x, w, a, b, e, f, y}
+	}
+	g1, y1, tracked1 := build()
+	g2, y2, tracked2 := build()
+	for pass := 0; pass < 3; pass++ {
+		if err := g1.Backward(y1, 0.75); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g2.BackwardRecord(y2, 0.75); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range tracked1 {
+		got, _ := tracked1[i].Grad()
+		want, _ := tracked2[i].Grad()
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("%v: stored gradient %v without a record, %v with one", tracked1[i], got, want)
+		}
+	}
+}

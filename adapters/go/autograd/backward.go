@@ -76,43 +76,75 @@ func (s *scratch) grow(n int) {
 // topology fills g.scratch.topo with every node output reaches, each once,
 // in the canonical order of docs/contract.md section 7: depth-first post-order
 // from the output, operands visited in slot order. It is iterative, so a
-// million-node chain needs no recursion. Every node it visits gets a fresh
+// million-node chain needs no recursion. Every node it places gets a fresh
 // pass adjoint of 0.
+//
+// With trackedOnly it leaves out every untracked node, and so never enters an
+// untracked node's operands: those are untracked too (graph.tracked), so no
+// tracked node is lost, and the tracked nodes keep their canonical relative
+// order, since a post-order restricted to a set closed under "operand of" is
+// the post-order of the walk that skips the rest. Backward without a record
+// and ZeroGrad need only the tracked nodes; BackwardRecord needs them all.
 //
 // The explicit stack holds what the recursive walk would still do: "place
 // node i" (^i) below "visit its slot-1 operand", while the slot-0 operand is
-// visited at once. A visit checks the mark when it is popped, which is when
-// the recursive walk would check it: after the earlier slots' subtrees.
-func (g *Graph) topology(output int32) []int32 {
+// visited at once. An operand already placed, or one the walk leaves out, is
+// never pushed, since a mark is never taken back; one pushed but placed
+// before it is popped (by the slot-0 subtree) is skipped when popped, which is
+// when the recursive walk would check it: after the earlier slots' subtrees.
+func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 	s := &g.scratch
 	s.grow(len(g.nodes))
 	nodes, mark, pass, gen := g.nodes, s.mark, s.pass, s.gen
-	topo, stack := s.topo[:0], s.stack[:0]
-	for p := output; ; {
-		if mark[p] != gen {
+	// topo and stack have room for the deepest walk (grow), so they are
+	// written by index: no append, hence no call in the loop and nothing
+	// spilled around one.
+	topo, stack := s.topo[:cap(s.topo)], s.stack[:cap(s.stack)]
+	placed, depth := 0, 0
+	// skip reports whether the walk does not enter node q from here.
+	skip := func(q int32) bool { return mark[q] == gen || (trackedOnly && !nodes[q].tracked) }
+	if !skip(output) {
+		for p := output; ; {
+			// p is unplaced and wanted: mark it, then descend or place it.
 			mark[p], pass[p] = gen, 0
-			if nd := &nodes[p]; nd.arity > 0 {
-				stack = append(stack, ^p)
-				if nd.arity == 2 {
-					stack = append(stack, nd.operands[1])
-				}
-				p = nd.operands[0]
+			nd := &nodes[p]
+			next := int32(-1)
+			if nd.arity > 0 && !skip(nd.operands[0]) {
+				next = nd.operands[0]
+			}
+			if nd.arity == 2 && !skip(nd.operands[1]) {
+				stack[depth], stack[depth+1] = ^p, nd.operands[1]
+				depth += 2
+			} else if next >= 0 {
+				stack[depth] = ^p
+				depth++
+			} else {
+				topo[placed] = p // nothing left below p: its post-order place is here
+				placed++
+			}
+			if next >= 0 {
+				p = next
 				continue
 			}
-			topo = append(topo, p) // a leaf's post-order place is where it is found
+			// Pop: place every finished node, up to the next visit still wanted.
+			for depth > 0 {
+				depth--
+				q := stack[depth]
+				if q < 0 {
+					topo[placed] = ^q
+					placed++
+				} else if mark[q] != gen {
+					next = q
+					break
+				}
+			}
+			if next < 0 {
+				break
+			}
+			p = next
 		}
-		// Pop: place every finished node, up to the next pending visit.
-		for len(stack) > 0 && stack[len(stack)-1] < 0 {
-			topo = append(topo, ^stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) == 0 {
-			break
-		}
-		p = stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
 	}
-	s.topo, s.stack = topo, stack
+	topo = topo[:placed]
 	return topo
 }
 
@@ -155,78 +187,23 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 	if !isFinite(seed) {
 		return &NonFiniteSeedError{Seed: seed}
 	}
-	topo := g.topology(output.i)
+	// A record lists the untracked nodes too; the fast walk leaves them out.
+	topo := g.topology(output.i, r == nil)
 	g.syncGrads()
+	g.scratch.pass[output.i] = seed
+	var (
+		overflow bool
+		err      error
+	)
+	if r == nil {
+		overflow, err = g.sweep(topo)
+	} else {
+		overflow, err = g.sweepRecord(topo, r)
+	}
+	if err != nil {
+		return err
+	}
 	nodes, grads, pass := g.nodes, g.grads, g.scratch.pass
-	pass[output.i] = seed
-	if r != nil {
-		r.Nodes = make([]NodeRecord, 0, len(topo))
-		r.Edges = make([]EdgeRecord, 0, len(topo))
-	}
-	// Reverse topology order: each child, then each of its edges in slot order.
-	// A child's pass adjoint is final when the walk reaches it (all its
-	// consumers come later in the topology), so its prospective stored
-	// gradient is checked there too; but the contract reports every
-	// contribution and pass adjoint error first, so a failing sum only raises
-	// a flag here and is reported after the walk.
-	overflow := false
-	for k := len(topo) - 1; k >= 0; k-- {
-		ci := topo[k]
-		child := &nodes[ci]
-		upstream := 0.0
-		if child.tracked {
-			upstream = pass[ci]
-			stored := grads[ci]
-			if child.param > 0 {
-				stored = g.parameters[child.param-1].Grad
-			}
-			if !isFinite(stored + upstream) {
-				overflow = true
-			}
-		} else if r == nil {
-			// An untracked child's operands are untracked and its contributions
-			// are 0 * a finite derivative: no check can fail, nothing is stored.
-			continue
-		}
-		for slot := uint8(0); slot < child.arity; slot++ {
-			pi := child.operands[slot]
-			local := child.local[slot]
-			contribution := float64(upstream * local)
-			if !isFinite(contribution) {
-				return &NonFiniteContributionError{
-					Child: Node{g, ci}, Parent: Node{g, pi}, Operand: int(slot),
-					Upstream: upstream, LocalDerivative: local,
-				}
-			}
-			if r == nil {
-				// The fast path adds into every parent's slot without reading
-				// the parent: an untracked parent's slot is never read (not
-				// as upstream, not in a check, not as a stored gradient), so
-				// only a non-finite sum needs to know whether it counts.
-				after := pass[pi] + contribution
-				if !isFinite(after) && nodes[pi].tracked {
-					return &NonFinitePassAdjointError{Node: Node{g, pi}, Previous: pass[pi], Contribution: contribution}
-				}
-				pass[pi] = after
-				continue
-			}
-			parentTracked := nodes[pi].tracked
-			var before, after float64
-			if parentTracked {
-				before = pass[pi]
-				after = before + contribution
-				if !isFinite(after) {
-					return &NonFinitePassAdjointError{Node: Node{g, pi}, Previous: before, Contribution: contribution}
-				}
-				pass[pi] = after
-			}
-			r.Edges = append(r.Edges, EdgeRecord{
-				Child: ci, Parent: pi, Operand: int(slot),
-				LocalDerivative: local, Upstream: upstream, Contribution: contribution,
-				ParentTracked: parentTracked, Before: before, After: after,
-			})
-		}
-	}
 	// Some prospective stored gradient overflows: report the first in
 	// topology order, before any commit.
 	if overflow {
@@ -264,6 +241,118 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 	return nil
 }
 
+// sweep is the walk of Backward: the topology (tracked nodes only) in
+// reverse, each child's edges in slot order, contribution then the parent's
+// pass adjoint checked on every edge. A child's pass adjoint is final when the
+// walk reaches it (all its consumers come later in the topology), so its
+// prospective stored gradient is checked there too; but the contract reports
+// every contribution and pass adjoint error first, so a failing sum only
+// raises overflow, and backward reports it after the walk.
+//
+// It adds into every parent's slot without reading the parent: the slot of an
+// untracked parent (never placed, so never reset) is never read, not as
+// upstream, not in a check, not as a stored gradient, so only a non-finite
+// sum needs to know whether the parent counts. An edge to an untracked parent
+// is still checked, as the contract asks.
+func (g *Graph) sweep(topo []int32) (overflow bool, err error) {
+	nodes, grads, pass := g.nodes, g.grads, g.scratch.pass
+	for k := len(topo) - 1; k >= 0; k-- {
+		ci := topo[k]
+		child := &nodes[ci]
+		upstream := pass[ci]
+		stored := grads[ci]
+		if child.param > 0 {
+			stored = g.parameters[child.param-1].Grad
+		}
+		if !isFinite(stored + upstream) {
+			overflow = true
+		}
+		// The slots are spelled out, slot 0 before slot 1.
+		arity := child.arity
+		if arity == 0 {
+			continue
+		}
+		p0, l0 := child.operands[0], child.local[0]
+		p1, l1 := child.operands[1], child.local[1]
+		c0 := float64(upstream * l0)
+		if !isFinite(c0) {
+			return false, g.contributionError(ci, 0, upstream)
+		}
+		a0 := pass[p0] + c0
+		if !isFinite(a0) && nodes[p0].tracked {
+			return false, &NonFinitePassAdjointError{Node: Node{g, p0}, Previous: pass[p0], Contribution: c0}
+		}
+		pass[p0] = a0
+		if arity == 1 {
+			continue
+		}
+		c1 := float64(upstream * l1)
+		if !isFinite(c1) {
+			return false, g.contributionError(ci, 1, upstream)
+		}
+		a1 := pass[p1] + c1
+		if !isFinite(a1) && nodes[p1].tracked {
+			return false, &NonFinitePassAdjointError{Node: Node{g, p1}, Previous: pass[p1], Contribution: c1}
+		}
+		pass[p1] = a1
+	}
+	return overflow, nil
+}
+
+// contributionError is the *NonFiniteContributionError of child's edge in slot.
+func (g *Graph) contributionError(child int32, slot uint8, upstream float64) error {
+	nd := &g.nodes[child]
+	return &NonFiniteContributionError{
+		Child: Node{g, child}, Parent: Node{g, nd.operands[slot]}, Operand: int(slot),
+		Upstream: upstream, LocalDerivative: nd.local[slot],
+	}
+}
+
+// sweepRecord is sweep over the whole topology, untracked nodes included,
+// appending every edge to r.Edges as it goes (docs/contract.md section 5, "The
+// pass record"): an untracked child's upstream is 0, and an edge to an
+// untracked parent is recorded with its contribution but stores no adjoint.
+func (g *Graph) sweepRecord(topo []int32, r *PassRecord) (overflow bool, err error) {
+	nodes, pass := g.nodes, g.scratch.pass
+	r.Nodes = make([]NodeRecord, 0, len(topo))
+	r.Edges = make([]EdgeRecord, 0, len(topo))
+	for k := len(topo) - 1; k >= 0; k-- {
+		ci := topo[k]
+		child := &nodes[ci]
+		upstream := 0.0
+		if child.tracked {
+			upstream = pass[ci]
+			if !isFinite(g.stored(ci) + upstream) {
+				overflow = true
+			}
+		}
+		for slot := uint8(0); slot < child.arity; slot++ {
+			pi := child.operands[slot]
+			local := child.local[slot]
+			contribution := float64(upstream * local)
+			if !isFinite(contribution) {
+				return false, g.contributionError(ci, slot, upstream)
+			}
+			parentTracked := nodes[pi].tracked
+			var before, after float64
+			if parentTracked {
+				before = pass[pi]
+				after = before + contribution
+				if !isFinite(after) {
+					return false, &NonFinitePassAdjointError{Node: Node{g, pi}, Previous: before, Contribution: contribution}
+				}
+				pass[pi] = after
+			}
+			r.Edges = append(r.Edges, EdgeRecord{
+				Child: ci, Parent: pi, Operand: int(slot),
+				LocalDerivative: local, Upstream: upstream, Contribution: contribution,
+				ParentTracked: parentTracked, Before: before, After: after,
+			})
+		}
+	}
+	return overflow, nil
+}
+
 // ZeroGrad sets the stored gradient of every tracked node reachable from
 // output to 0, including the Parameters those nodes stand for
 // (docs/contract.md section 6). Values, edges and unreachable nodes are
@@ -272,8 +361,8 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 func (g *Graph) ZeroGrad(output Node) {
 	g.check(output)
 	g.syncGrads()
-	for _, i := range g.topology(output.i) {
-		g.grads[i] = 0 // an untracked node's slot is never read
+	for _, i := range g.topology(output.i, true) {
+		g.grads[i] = 0
 	}
 	mark, gen := g.scratch.mark, g.scratch.gen
 	for k, i := range g.paramNodes {

@@ -77,10 +77,18 @@ func (g *Graph) Len() int { return len(g.nodes) }
 // At returns the handle of the node at tape index i (as a PassRecord names
 // it). It panics when i is not on the tape.
 func (g *Graph) At(i int) Node {
-	if i < 0 || i >= len(g.nodes) {
-		panic(fmt.Sprintf("autograd: no node %d on a tape of %d", i, len(g.nodes)))
+	if uint(i) >= uint(len(g.nodes)) { // also catches i < 0
+		g.noNode(i)
 	}
 	return Node{g, int32(i)}
+}
+
+// noNode is At's panic, kept out of At so that At inlines into the callers
+// that turn program ids into nodes once per step.
+//
+//go:noinline
+func (g *Graph) noNode(i int) {
+	panic(fmt.Sprintf("autograd: no node %d on a tape of %d", i, len(g.nodes)))
 }
 
 // Reset empties the graph for the next document, keeping its memory: the
@@ -147,87 +155,105 @@ func (g *Graph) Detach(n Node) Node {
 // node. Applying a leaf kind, a wrong number of operands, a node of another
 // graph or a non-finite exponent is a programming mistake and panics.
 func (g *Graph) Apply(op Op, operands []Node, exponent float64) (Node, error) {
+	if len(operands) == 0 {
+		return badApply(op, 0)
+	}
+	// The last operand is b: the second of two, or a itself for a unary op.
+	return g.apply(op, operands[0], operands[len(operands)-1], exponent, len(operands))
+}
+
+// badApply is Apply's panic, kept out of Apply so that Apply inlines.
+//
+//go:noinline
+func badApply(op Op, operands int) (Node, error) {
 	if op.IsLeaf() || op >= opCount {
 		panic(fmt.Sprintf("autograd: %v is not an operation", op))
 	}
 	spec := &opTable[op]
-	if len(operands) != spec.arity {
-		panic(fmt.Sprintf("autograd: %s takes %d operand(s), got %d", spec.name, spec.arity, len(operands)))
-	}
-	if spec.arity == 1 {
-		return g.apply(op, operands[0], operands[0], exponent)
-	}
-	return g.apply(op, operands[0], operands[1], exponent)
+	panic(fmt.Sprintf("autograd: %s takes %d operand(s), got %d", spec.name, spec.arity, operands))
 }
 
-// apply is Apply for an op whose arity was checked: a and b are its operands
-// (b is ignored by a unary op).
-func (g *Graph) apply(op Op, a, b Node, exponent float64) (Node, error) {
-	spec := &opTable[op]
-	if spec.takesExponent && !isFinite(exponent) {
-		panic(fmt.Sprintf("autograd: %s needs a finite constant exponent, got %v", spec.name, exponent))
+// apply is Apply with its operands spelled out: a and b (for a unary op b is
+// a again, so both slots name a real node and the tracked flag needs no
+// branch on the arity), and how many operands the caller gave, which must be
+// op's arity.
+func (g *Graph) apply(op Op, a, b Node, exponent float64, count int) (Node, error) {
+	if uint(op-OpAdd) >= uint(opCount-OpAdd) || count != opTable[op].arity {
+		return badApply(op, count)
 	}
+	spec := &opTable[op]
 	if !spec.takesExponent {
 		exponent = 0
+	} else if !isFinite(exponent) {
+		badExponent(spec, exponent)
 	}
 	g.check(a)
-	pa := &g.nodes[a.i]
-	nd := node{op: op, arity: uint8(spec.arity), tracked: pa.tracked}
-	nd.operands[0] = a.i
-	av, bv := pa.value, 0.0
-	if spec.arity == 2 {
-		g.check(b)
-		pb := &g.nodes[b.i]
-		nd.operands[1] = b.i
-		nd.tracked = nd.tracked || pb.tracked
-		bv = pb.value
-	}
-	value, d0, d1 := spec.rule(av, bv, exponent)
-	if !isFinite(value) {
-		return Node{}, &NonFiniteResultError{Operation: spec.name, Value: value}
-	}
-	if !isFinite(d0) {
-		return Node{}, &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 0, Value: d0}
-	}
-	if spec.arity == 2 && !isFinite(d1) {
-		return Node{}, &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 1, Value: d1}
+	g.check(b)
+	pa, pb := &g.nodes[a.i], &g.nodes[b.i]
+	value, d0, d1 := spec.rule(pa.value, pb.value, exponent)
+	// A unary rule gives d1 = 0, so one test covers every slot; which check
+	// failed is sorted out only when one did.
+	if !isFinite(value - value + (d0 - d0) + (d1 - d1)) {
+		return Node{}, creationError(spec, value, d0, d1)
 	}
 	if spec.arity == 1 {
 		d1 = exponent // the unused slot holds pow's exponent (0 for other unary ops)
 	}
-	nd.value, nd.local = value, [2]float64{d0, d1}
-	return g.push(nd), nil
+	return g.push(node{
+		value: value, local: [2]float64{d0, d1}, operands: [2]int32{a.i, b.i},
+		op: op, arity: uint8(spec.arity), tracked: pa.tracked || pb.tracked,
+	}), nil
+}
+
+// creationError is the error of an operation whose value or some local
+// derivative is not finite: the value is checked first, then the slots in
+// order (docs/contract.md section 4, op.check-order).
+func creationError(spec *opSpec, value, d0, d1 float64) error {
+	if !isFinite(value) {
+		return &NonFiniteResultError{Operation: spec.name, Value: value}
+	}
+	if !isFinite(d0) {
+		return &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 0, Value: d0}
+	}
+	return &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 1, Value: d1}
+}
+
+// badExponent is apply's panic for pow with a non-finite exponent.
+//
+//go:noinline
+func badExponent(spec *opSpec, exponent float64) {
+	panic(fmt.Sprintf("autograd: %s needs a finite constant exponent, got %v", spec.name, exponent))
 }
 
 // Add returns a + b.
-func (g *Graph) Add(a, b Node) (Node, error) { return g.apply(OpAdd, a, b, 0) }
+func (g *Graph) Add(a, b Node) (Node, error) { return g.apply(OpAdd, a, b, 0, 2) }
 
 // Sub returns a - b.
-func (g *Graph) Sub(a, b Node) (Node, error) { return g.apply(OpSub, a, b, 0) }
+func (g *Graph) Sub(a, b Node) (Node, error) { return g.apply(OpSub, a, b, 0, 2) }
 
 // Mul returns a * b.
-func (g *Graph) Mul(a, b Node) (Node, error) { return g.apply(OpMul, a, b, 0) }
+func (g *Graph) Mul(a, b Node) (Node, error) { return g.apply(OpMul, a, b, 0, 2) }
 
 // Div returns a / b.
-func (g *Graph) Div(a, b Node) (Node, error) { return g.apply(OpDiv, a, b, 0) }
+func (g *Graph) Div(a, b Node) (Node, error) { return g.apply(OpDiv, a, b, 0, 2) }
 
 // Neg returns -a.
-func (g *Graph) Neg(a Node) (Node, error) { return g.apply(OpNeg, a, a, 0) }
+func (g *Graph) Neg(a Node) (Node, error) { return g.apply(OpNeg, a, a, 0, 1) }
 
 // Pow returns a^c for a finite constant exponent c (not a node).
-func (g *Graph) Pow(a Node, c float64) (Node, error) { return g.apply(OpPow, a, a, c) }
+func (g *Graph) Pow(a Node, c float64) (Node, error) { return g.apply(OpPow, a, a, c, 1) }
 
 // Exp returns e^a.
-func (g *Graph) Exp(a Node) (Node, error) { return g.apply(OpExp, a, a, 0) }
+func (g *Graph) Exp(a Node) (Node, error) { return g.apply(OpExp, a, a, 0, 1) }
 
 // Log returns the natural logarithm of a.
-func (g *Graph) Log(a Node) (Node, error) { return g.apply(OpLog, a, a, 0) }
+func (g *Graph) Log(a Node) (Node, error) { return g.apply(OpLog, a, a, 0, 1) }
 
 // Tanh returns the hyperbolic tangent of a.
-func (g *Graph) Tanh(a Node) (Node, error) { return g.apply(OpTanh, a, a, 0) }
+func (g *Graph) Tanh(a Node) (Node, error) { return g.apply(OpTanh, a, a, 0, 1) }
 
 // ReLU returns a if a > 0, else +0.0.
-func (g *Graph) ReLU(a Node) (Node, error) { return g.apply(OpReLU, a, a, 0) }
+func (g *Graph) ReLU(a Node) (Node, error) { return g.apply(OpReLU, a, a, 0, 1) }
 
 func (g *Graph) push(nd node) Node {
 	if len(g.nodes) >= math.MaxInt32 {

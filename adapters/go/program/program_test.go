@@ -113,3 +113,27 @@ func TestComparerComparesEachFloatUnderItsBoundAndNamesWhatDiffers(t *testing.T)
 		})
 	}
 }
+
+func TestCreateRunSkipsFailedCreationsAndStopsAtTheFirstGradientStep(t *testing.T) {
+	steps, err := Parse(json.RawMessage(`[
+		{"id":"x","op":"variable","value":2},
+		{"id":"zero","op":"constant","value":0},
+		{"id":"bad","op":"div","args":["x","zero"]},
+		{"id":"y","op":"mul","args":["x","x"]},
+		{"op":"backward","output":"y"},
+		{"id":"z","op":"neg","args":["bad"]}]`), "case t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMachine(steps)
+	next, err := m.CreateRun(0)
+	if err != nil || next != 4 {
+		t.Fatalf("CreateRun(0) = %d, %v; want 4 (the backward), nil", next, err)
+	}
+	if m.Len() != 3 || m.Name(m.Graph.At(2)) != "y" {
+		t.Fatalf("created %d nodes, the last %q; want x, zero, y (the failed div creates none)", m.Len(), m.Name(m.Graph.At(m.Len()-1)))
+	}
+	if next, err = m.CreateRun(5); err == nil || next != 5 || !strings.Contains(err.Error(), `"bad" was never created`) {
+		t.Errorf("CreateRun(5) = %d, %v; want 5 and an error naming the never-created id", next, err)
+	}
+}

@@ -17,18 +17,22 @@ type Machine struct {
 	Graph *autograd.Graph
 	steps []Step
 	plan  []plan  // by step: what NewMachine resolved
-	tape  []int32 // by step: the tape index of the node it created; -1 if none (yet)
-	step  []int32 // by tape index: the step that created the node
+	tape  []int32 // by step, and one more: the tape index of the node the step created; -1 if none (yet)
+	step  []int32 // by tape index: the step that created the node, filled when a name is asked for
+	seen  int     // the steps step has been filled from
 }
 
 // plan is one step resolved: its operation and the creating step of each arg
-// (or, for backward and zero_grad, of the output in refs[0]); -1 for an id no
-// earlier step creates.
+// (or, for backward and zero_grad, of the output in refs[0]). An id no earlier
+// step creates resolves to len(steps), whose tape entry stays -1, so a ref
+// needs no sign test before it is used.
 type plan struct {
-	value float64 // the leaf's value or pow's exponent
-	refs  [2]int32
-	op    autograd.Op
-	kind  kind
+	value   float64 // the leaf's value or pow's exponent
+	refs    [2]int32
+	op      autograd.Op
+	arity   uint8 // of op, for kindApply
+	kind    kind
+	creates bool // the step has an id
 }
 
 // kind is what a creation step does.
@@ -46,15 +50,15 @@ const (
 func NewMachine(steps []Step) *Machine {
 	m := &Machine{
 		Graph: autograd.NewGraph(), steps: steps,
-		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)),
-		step: make([]int32, 0, len(steps)),
+		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)+1),
 	}
+	m.tape[len(steps)] = -1
 	created := make(map[string]int32, len(steps))
 	resolve := func(id string) int32 {
 		if k, ok := created[id]; ok {
 			return k
 		}
-		return -1
+		return int32(len(steps))
 	}
 	for index, s := range steps {
 		m.tape[index] = -1
@@ -66,7 +70,7 @@ func NewMachine(steps []Step) *Machine {
 		for slot, id := range s.Args {
 			p.refs[slot] = resolve(id)
 		}
-		if !s.Creates() {
+		if p.creates = s.Creates(); !p.creates {
 			p.refs[0] = resolve(s.Output)
 			continue
 		}
@@ -79,7 +83,8 @@ func NewMachine(steps []Step) *Machine {
 			p.kind = kindDetach
 		default:
 			if op, ok := autograd.LookupOp(s.Op); ok && len(s.Args) == op.Arity() {
-				p.op, p.kind = op, kindApply
+				p.op, p.arity, p.kind = op, uint8(op.Arity()), kindApply
+				p.refs[1] = p.refs[op.Arity()-1] // a unary op's slot 1 repeats slot 0
 			}
 		}
 		if _, dup := created[s.ID]; !dup {
@@ -92,24 +97,14 @@ func NewMachine(steps []Step) *Machine {
 // node returns the node created by step ref for step index, or a *Error
 // naming id when no step created it (its creating step failed).
 func (m *Machine) node(ref int32, id string, index int) (autograd.Node, error) {
-	if ref < 0 || m.tape[ref] < 0 {
+	if m.tape[ref] < 0 {
 		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("id %q was never created (its creating step failed)", id)}
 	}
 	return m.Graph.At(int(m.tape[ref])), nil
 }
 
-// operand returns the node in slot of creation step number index.
-func (m *Machine) operand(index, slot int) (autograd.Node, error) {
-	if ref := m.plan[index].refs[slot]; ref >= 0 && m.tape[ref] >= 0 {
-		return m.Graph.At(int(m.tape[ref])), nil
-	}
-	return m.node(-1, m.steps[index].Args[slot], index)
-}
-
 // Creates reports whether step number index creates a node.
-func (m *Machine) Creates(index int) bool {
-	return m.plan[index].kind != kindOther || m.steps[index].Creates()
-}
+func (m *Machine) Creates(index int) bool { return m.plan[index].creates }
 
 // Output returns the output node of backward or zero_grad step number index,
 // or a *Error when no step created it (its creating step failed).
@@ -118,59 +113,122 @@ func (m *Machine) Output(index int) (autograd.Node, error) {
 }
 
 // Name returns the program id of n.
-func (m *Machine) Name(n autograd.Node) string { return m.steps[m.step[n.Index()]].ID }
+func (m *Machine) Name(n autograd.Node) string { return m.steps[m.creator(n.Index())].ID }
+
+// creator returns the step that created tape index i, filling m.step up to i
+// from m.tape: creation does not keep this inverse, since only names (errors,
+// records, gradients) need it. The program is the graph's only writer, so the
+// steps that created nodes, in step order, are tape indices 0, 1, 2...
+func (m *Machine) creator(i int) int32 {
+	for len(m.step) <= i {
+		if m.tape[m.seen] >= 0 {
+			m.step = append(m.step, int32(m.seen))
+		}
+		m.seen++
+	}
+	return m.step[i]
+}
 
 // Len returns the number of nodes created so far.
-func (m *Machine) Len() int { return len(m.step) }
+func (m *Machine) Len() int { return m.Graph.Len() }
 
 // Create executes creation step number index and records its node. An engine
 // error (autograd.Error) creates no node.
 func (m *Machine) Create(index int) (autograd.Node, error) {
 	// Only the plan is read on the way to the engine; the step's strings only
 	// for a message.
-	g := m.Graph
 	p := &m.plan[index]
 	var (
 		n   autograd.Node
 		err error
 	)
-	switch p.kind {
-	case kindVariable:
-		n, err = g.Variable(p.value)
-	case kindConstant:
-		n, err = g.Literal(p.value)
-	case kindDetach:
-		var a autograd.Node
-		if a, err = m.operand(index, 0); err == nil {
-			n = g.Detach(a)
-		}
-	case kindApply:
-		var buf [2]autograd.Node
-		operands := buf[:p.op.Arity()]
-		for slot := range operands {
-			if operands[slot], err = m.operand(index, slot); err != nil {
-				return autograd.Node{}, err
-			}
-		}
-		n, err = g.Apply(p.op, operands, p.value)
-	default:
-		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", m.steps[index].Op)}
+	if p.kind == kindApply {
+		n, err = m.apply(index, p)
+	} else {
+		n, err = m.createLeaf(index)
 	}
 	if err != nil {
 		return autograd.Node{}, err
 	}
 	m.tape[index] = int32(n.Index())
-	m.step = append(m.step, int32(index)) // the program is the graph's only writer, so this is index n
 	return n, nil
+}
+
+// CreateRun executes the creation steps from number index on, up to the
+// first step that creates nothing (or the end), and returns that step's
+// number: Create in a loop, for a caller that times steps and does not observe
+// them. An engine error (autograd.Error) creates no node and the run goes on,
+// as it would in the program; any other error stops it at its step.
+func (m *Machine) CreateRun(index int) (int, error) {
+	for ; index < len(m.plan) && m.plan[index].creates; index++ {
+		p := &m.plan[index]
+		var (
+			n   autograd.Node
+			err error
+		)
+		if p.kind == kindApply {
+			n, err = m.apply(index, p)
+		} else {
+			n, err = m.createLeaf(index)
+		}
+		if err == nil {
+			m.tape[index] = int32(n.Index())
+		} else if _, engine := err.(autograd.Error); !engine {
+			return index, err
+		}
+	}
+	return index, nil
+}
+
+// apply creates the node of operation step number index, whose plan is p.
+func (m *Machine) apply(index int, p *plan) (autograd.Node, error) {
+	// Both slots resolve the same way (a unary op's slot 1 repeats slot 0),
+	// and Apply takes the slice its arity needs.
+	a, b := m.tape[p.refs[0]], m.tape[p.refs[1]]
+	if a < 0 || b < 0 {
+		return autograd.Node{}, m.missing(index)
+	}
+	operands := [2]autograd.Node{m.Graph.At(int(a)), m.Graph.At(int(b))}
+	return m.Graph.Apply(p.op, operands[:p.arity], p.value)
+}
+
+// createLeaf is Create for every step that is not an operation: a variable,
+// a constant, a detach, or an unknown operation (a *Error).
+func (m *Machine) createLeaf(index int) (autograd.Node, error) {
+	p := &m.plan[index]
+	switch p.kind {
+	case kindVariable:
+		return m.Graph.Variable(p.value)
+	case kindConstant:
+		return m.Graph.Literal(p.value)
+	case kindDetach:
+		a, err := m.node(p.refs[0], m.steps[index].Args[0], index)
+		if err != nil {
+			return autograd.Node{}, err
+		}
+		return m.Graph.Detach(a), nil
+	}
+	return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", m.steps[index].Op)}
+}
+
+// missing returns the *Error of operation step number index, naming its
+// first operand that was never created.
+func (m *Machine) missing(index int) error {
+	for slot, id := range m.steps[index].Args {
+		if _, err := m.node(m.plan[index].refs[slot], id, index); err != nil {
+			return err
+		}
+	}
+	return &Error{fmt.Sprintf("step %d", index), "an operand was never created"}
 }
 
 // Gradients returns the stored gradient of every tracked node created so far,
 // in creation order.
 func (m *Machine) Gradients() Gradients {
 	out := Gradients{}
-	for i, k := range m.step {
+	for i := 0; i < m.Graph.Len(); i++ {
 		if grad, ok := m.Graph.At(i).Grad(); ok {
-			out = append(out, Gradient{m.steps[k].ID, grad})
+			out = append(out, Gradient{m.steps[m.creator(i)].ID, grad})
 		}
 	}
 	return out

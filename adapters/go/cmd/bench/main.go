@@ -28,7 +28,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"scalarkit/autograd"
 	"scalarkit/internal/rss"
 	"scalarkit/program"
 	"scalarkit/wire"
@@ -86,32 +85,25 @@ func main() {
 }
 
 // run executes steps on m (a machine made for them) and times creation and
-// gradient steps separately. Time is charged per run of consecutive steps of
-// one kind, so the clock is read only where the kind changes. The tape's room
-// for every node is reserved on the clock, as forward work.
+// gradient steps separately. Consecutive creation steps run as one
+// Machine.CreateRun and are timed together, so the clock is read only where
+// the kind of step changes. The tape's room for every node is reserved on the
+// clock, as forward work.
 func run(m *program.Machine, steps []program.Step) (report, error) {
 	var forward, backward time.Duration
 	start := time.Now()
 	m.Graph.Grow(len(steps))
-	for index := range steps {
-		creates := m.Creates(index)
-		if index > 0 && creates != m.Creates(index-1) {
-			now := time.Now()
-			if !creates {
-				forward += now.Sub(start)
-			} else {
-				backward += now.Sub(start)
-			}
-			start = now
-		}
-		if creates {
+	for index := 0; index < len(steps); index++ {
+		if m.Creates(index) {
 			// An engine error is part of the program; anything else ends it.
-			// (A type assertion, unlike errors.As, allocates nothing per step.)
-			if _, err := m.Create(index); err != nil {
-				if _, ok := err.(autograd.Error); !ok {
-					return report{}, err
-				}
+			next, err := m.CreateRun(index)
+			if err != nil {
+				return report{}, err
 			}
+			now := time.Now()
+			forward += now.Sub(start)
+			start = now
+			index = next - 1
 			continue
 		}
 		output, err := m.Output(index)
@@ -120,16 +112,14 @@ func run(m *program.Machine, steps []program.Step) (report, error) {
 		}
 		if steps[index].Op == "zero_grad" {
 			m.Graph.ZeroGrad(output)
-			continue
-		}
-		// A failed backward is part of the program; its time counts too.
-		_ = m.Graph.Backward(output, steps[index].Seed)
-	}
-	if len(steps) > 0 {
-		if elapsed := time.Since(start); steps[len(steps)-1].Creates() {
-			forward += elapsed
 		} else {
-			backward += elapsed
+			// A failed backward is part of the program; its time counts too.
+			_ = m.Graph.Backward(output, steps[index].Seed)
+		}
+		if index+1 == len(steps) || m.Creates(index+1) {
+			now := time.Now()
+			backward += now.Sub(start)
+			start = now
 		}
 	}
 	return report{Engine: "go-autograd", Nodes: m.Len(), ForwardSeconds: wire.Float(forward.Seconds()), BackwardSeconds: wire.Float(backward.Seconds())}, nil

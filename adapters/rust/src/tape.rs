@@ -201,11 +201,10 @@ impl TapeData {
         };
         let (value, local_derivatives) = kind.evaluate(self.values[first], second);
         let operation = Operation::Op(kind);
-        // x * 0.0 is (±)0.0 exactly when x is finite (inf * 0 and nan give nan), so
-        // one comparison clears the value and both slots (a unary rule's unused
-        // slot is 0.0); only a failure looks at which check failed, in order.
+        // One test clears the value and both slots (a unary rule's unused slot
+        // is 0.0); only a failure looks at which check failed, in order.
         let [first_local, second_local] = local_derivatives;
-        if value * 0.0 + first_local * 0.0 + second_local * 0.0 != 0.0 {
+        if !(value.is_finite() & first_local.is_finite() & second_local.is_finite()) {
             if !value.is_finite() {
                 return Err(Error::NonFiniteResult { operation, value });
             }

@@ -64,41 +64,68 @@ impl TapeData {
             scratch.generation = 1;
         }
         let generation = scratch.generation;
-        let marks = &mut scratch.marks;
-        let buffer = &mut scratch.walk;
-        let adjoint = &mut scratch.adjoint;
-        // The order grows up from 0, the stack down from `size`: every node is
-        // pushed once, when first entered, and moves to the order when popped,
-        // so the two never meet.
+        let marks = &mut scratch.marks[..size];
+        let buffer = &mut scratch.walk[..size];
+        let adjoint = &mut scratch.adjoint[..];
+        // The order grows up from 0, the stack of unfinished nodes down from
+        // `size`: a node is on the stack, the node being visited, or in the
+        // order, each at most once, so the two never meet. The stack holds
+        // ids only: a node resumes at slot 1 exactly when the operand it
+        // comes back from is its slot-0 operand (had slot 0's operand been
+        // skipped there, slot 1 naming the same node would be skipped too),
+        // so the walk writes nothing to the tape.
         let mut order_len = 0;
-        let mut top = size - 1;
-        buffer[top] = output;
-        marks[output as usize] = generation;
-        while top < size {
-            let id = buffer[top];
-            let node = &mut nodes[id as usize];
-            if node.slot < node.arity {
-                let slot = node.slot as usize;
-                let operand = node.operands[slot];
-                node.slot += 1;
-                // The child's flags say whether the operand is tracked: an
-                // untracked operand is skipped without reading it.
-                if (untracked || node.operand_tracked(slot))
-                    && marks[operand as usize] != generation
-                {
-                    marks[operand as usize] = generation;
-                    top -= 1;
-                    buffer[top] = operand;
-                }
-            } else {
-                node.slot = 0;
+        let mut top = size;
+        // A node joins the order once its operands have (post-order).
+        macro_rules! emit {
+            ($id:expr) => {
+                let id: u32 = $id;
                 if fresh_adjoints {
                     adjoint[id as usize] = 0.0;
                 }
-                top += 1;
                 buffer[order_len] = id;
                 order_len += 1;
+            };
+        }
+        marks[output as usize] = generation;
+        let mut id = output;
+        let mut slot = 0;
+        'visit: loop {
+            let node = &nodes[id as usize];
+            while slot < node.arity as usize {
+                let operand = node.operands[slot];
+                // The child's flags say whether the operand is tracked: an
+                // untracked operand is skipped without reading it.
+                let enter = (untracked || node.operand_tracked(slot))
+                    && marks[operand as usize] != generation;
+                slot += 1;
+                if enter {
+                    marks[operand as usize] = generation;
+                    if nodes[operand as usize].arity == 0 {
+                        // A leaf is finished as soon as it is reached.
+                        emit!(operand);
+                    } else {
+                        top -= 1;
+                        buffer[top] = id;
+                        id = operand;
+                        slot = 0;
+                        continue 'visit;
+                    }
+                }
             }
+            emit!(id);
+            if top == size {
+                break;
+            }
+            let child = id;
+            id = buffer[top];
+            top += 1;
+            let node = &nodes[id as usize];
+            slot = if node.arity == 2 && node.operands[0] == child {
+                1
+            } else {
+                2
+            };
         }
         scratch.order_len = order_len;
     }
@@ -129,8 +156,12 @@ impl TapeData {
             grads,
             scratch,
         } = &mut *self;
+        // Slices, not the Vecs: a store through a slice cannot move another
+        // array, so the sweep keeps every base pointer in a register.
+        let (links, values, local_derivatives) = (&links[..], &values[..], &local_derivatives[..]);
+        let grads = &mut grads[..];
         let order = &scratch.walk[..scratch.order_len];
-        let adjoint = &mut scratch.adjoint;
+        let adjoint = &mut scratch.adjoint[..];
         adjoint[output as usize] = seed;
         let mut edges = Vec::new();
         if RECORD {

@@ -87,10 +87,18 @@ impl TapeData {
             scratch,
             ..
         } = self;
-        if scratch.walk.len() < size {
+        // The walk writes every entry of the order and the pass adjoint of
+        // every node it orders, before anything reads them, so their first
+        // allocation is zeroed memory from the allocator (fresh pages, not
+        // written) rather than a pass of stores.
+        if scratch.walk.is_empty() {
+            scratch.walk = vec![0; size];
+        } else if scratch.walk.len() < size {
             scratch.walk.resize(size, 0);
         }
-        if FRESH && scratch.adjoint.len() < size {
+        if FRESH && scratch.adjoint.is_empty() {
+            scratch.adjoint = vec![0.0; size];
+        } else if FRESH && scratch.adjoint.len() < size {
             scratch.adjoint.resize(size, 0.0);
         }
         // New nodes get mark 0, which no walk's generation is.

@@ -14,8 +14,12 @@
 //! walks only tracked nodes: an untracked node's operands are untracked, its
 //! upstream is 0.0 and its edges change nothing and cannot fail, so leaving
 //! it out keeps the order of the tracked nodes, every check and every bit of
-//! the result. The recorded path ([`Scalar::backward_recorded`]) walks every
-//! reachable node, as the record lists them all.
+//! the result. Its sweep makes the checks without a branch each (see
+//! `sweep`) and only learns whether one fails; then, before anything is
+//! committed, the checked sweep runs again from fresh pass adjoints to find
+//! the first failure and its fields. The recorded path
+//! ([`Scalar::backward_recorded`]) walks every reachable node, as the record
+//! lists them all, and checks each edge in turn.
 
 use crate::error::{Error, NodeInfo};
 use crate::record::{EdgeRecord, NodeRecord, PassRecord};
@@ -31,6 +35,40 @@ fn info(links: &[Link], values: &[f64], id: u32) -> NodeInfo {
     }
 }
 
+/// The fast path's reverse sweep over the tracked `order`: every edge's
+/// contribution added to its tracked parent's pass adjoint, in processing
+/// order, with no branch on a check. Returns whether every check of backward
+/// passes (docs/contract.md section 5): a non-finite contribution or pass
+/// adjoint leaves its parent's final pass adjoint non-finite (inf and nan
+/// absorb every later finite sum, and `inf + -inf` is nan), so testing each
+/// node's prospective stored gradient once, when the sweep reaches it with its
+/// final pass adjoint, covers the edges to tracked parents; an edge to an
+/// untracked parent is tested on its own.
+fn sweep(
+    links: &[Link],
+    local_derivatives: &[[f64; 2]],
+    grads: &[f64],
+    order: &[u32],
+    adjoint: &mut [f64],
+) -> bool {
+    let mut finite = true;
+    for &child in order.iter().rev() {
+        let node = &links[child as usize];
+        let upstream = adjoint[child as usize];
+        finite &= (grads[child as usize] + upstream).is_finite();
+        let locals = &local_derivatives[child as usize];
+        for slot in 0..node.arity as usize {
+            let contribution = upstream * locals[slot];
+            if node.operand_tracked(slot) {
+                adjoint[node.operands[slot] as usize] += contribution;
+            } else {
+                finite &= contribution.is_finite();
+            }
+        }
+    }
+    finite
+}
+
 impl TapeData {
     /// The node `id` as an error names it.
     pub(crate) fn info(&self, id: u32) -> NodeInfo {
@@ -38,21 +76,29 @@ impl TapeData {
     }
 
     /// Fill the order (`scratch.walk[..scratch.order_len]`) with the canonical
-    /// order from `output`; with `untracked` false, untracked operands are not
-    /// entered. With `fresh_adjoints`, each node's pass adjoint is set to 0.0
-    /// as it joins the order (backward's fresh pass adjoints, in the same
-    /// visit that already has the node in cache).
-    pub(crate) fn walk(&mut self, output: u32, untracked: bool, fresh_adjoints: bool) {
+    /// order from `output`; without `UNTRACKED`, untracked operands are not
+    /// entered. With `FRESH`, each node's pass adjoint is set to 0.0 as it
+    /// joins the order (backward's fresh pass adjoints, in the same visit that
+    /// already has the node in cache).
+    pub(crate) fn walk<const UNTRACKED: bool, const FRESH: bool>(&mut self, output: u32) {
         let size = self.len();
         let TapeData {
             links: nodes,
             scratch,
             ..
         } = self;
-        if scratch.walk.len() < size {
+        // The walk writes every entry of the order and the pass adjoint of
+        // every node it orders, before anything reads them, so their first
+        // allocation is zeroed memory from the allocator (fresh pages, not
+        // written) rather than a pass of stores.
+        if scratch.walk.is_empty() {
+            scratch.walk = vec![0; size];
+        } else if scratch.walk.len() < size {
             scratch.walk.resize(size, 0);
         }
-        if fresh_adjoints && scratch.adjoint.len() < size {
+        if FRESH && scratch.adjoint.is_empty() {
+            scratch.adjoint = vec![0.0; size];
+        } else if FRESH && scratch.adjoint.len() < size {
             scratch.adjoint.resize(size, 0.0);
         }
         // New nodes get mark 0, which no walk's generation is.
@@ -64,41 +110,75 @@ impl TapeData {
             scratch.generation = 1;
         }
         let generation = scratch.generation;
-        let marks = &mut scratch.marks;
-        let buffer = &mut scratch.walk;
-        let adjoint = &mut scratch.adjoint;
-        // The order grows up from 0, the stack down from `size`: every node is
-        // pushed once, when first entered, and moves to the order when popped,
-        // so the two never meet.
+        // Every array cut to `size`, so that one bounds check of a node id
+        // serves them all.
+        let nodes = &nodes[..size];
+        let marks = &mut scratch.marks[..size];
+        let buffer = &mut scratch.walk[..size];
+        let adjoint = if FRESH {
+            &mut scratch.adjoint[..size]
+        } else {
+            &mut []
+        };
+        // The order grows up from 0, the stack of unfinished nodes down from
+        // `size`: a node is on the stack, the node being visited, or in the
+        // order, each at most once, so the two never meet. The stack holds
+        // ids only: a node resumes at slot 1 exactly when the operand it
+        // comes back from is its slot-0 operand (had slot 0's operand been
+        // skipped there, slot 1 naming the same node would be skipped too),
+        // so the walk writes nothing to the tape.
         let mut order_len = 0;
-        let mut top = size - 1;
-        buffer[top] = output;
+        let mut top = size;
+        // A node joins the order once its operands have (post-order).
+        macro_rules! emit {
+            ($id:expr) => {
+                let id: usize = $id;
+                if FRESH {
+                    adjoint[id] = 0.0;
+                }
+                buffer[order_len] = id as u32;
+                order_len += 1;
+            };
+        }
         marks[output as usize] = generation;
-        while top < size {
-            let id = buffer[top];
-            let node = &mut nodes[id as usize];
-            if node.slot < node.arity {
-                let slot = node.slot as usize;
-                let operand = node.operands[slot];
-                node.slot += 1;
+        let mut id = output as usize;
+        let mut slot = 0;
+        'visit: loop {
+            let node = nodes[id];
+            while slot < node.arity as usize {
+                let operand = node.operands[slot] as usize;
                 // The child's flags say whether the operand is tracked: an
                 // untracked operand is skipped without reading it.
-                if (untracked || node.operand_tracked(slot))
-                    && marks[operand as usize] != generation
-                {
-                    marks[operand as usize] = generation;
-                    top -= 1;
-                    buffer[top] = operand;
+                let enter =
+                    (UNTRACKED || node.operand_tracked(slot)) && marks[operand] != generation;
+                slot += 1;
+                if enter {
+                    marks[operand] = generation;
+                    if nodes[operand].arity == 0 {
+                        // A leaf is finished as soon as it is reached.
+                        emit!(operand);
+                    } else {
+                        top -= 1;
+                        buffer[top] = id as u32;
+                        id = operand;
+                        slot = 0;
+                        continue 'visit;
+                    }
                 }
-            } else {
-                node.slot = 0;
-                if fresh_adjoints {
-                    adjoint[id as usize] = 0.0;
-                }
-                top += 1;
-                buffer[order_len] = id;
-                order_len += 1;
             }
+            emit!(id);
+            if top == size {
+                break;
+            }
+            let child = id as u32;
+            id = buffer[top] as usize;
+            top += 1;
+            let node = &nodes[id];
+            slot = if node.arity == 2 && node.operands[0] == child {
+                1
+            } else {
+                2
+            };
         }
         scratch.order_len = order_len;
     }
@@ -121,7 +201,7 @@ impl TapeData {
         // Fresh pass adjoints: 0.0 for every reachable node (set by the walk),
         // the seed for the output. Untracked nodes' entries stay 0.0, which is
         // also their upstream.
-        self.walk(output, RECORD, true);
+        self.walk::<RECORD, true>(output);
         let TapeData {
             links,
             values,
@@ -129,9 +209,29 @@ impl TapeData {
             grads,
             scratch,
         } = &mut *self;
+        // Slices, not the Vecs: a store through a slice cannot move another
+        // array, so the sweep keeps every base pointer in a register.
+        let (links, values, local_derivatives) = (&links[..], &values[..], &local_derivatives[..]);
+        let grads = &mut grads[..];
         let order = &scratch.walk[..scratch.order_len];
-        let adjoint = &mut scratch.adjoint;
+        let adjoint = &mut scratch.adjoint[..];
         adjoint[output as usize] = seed;
+        if !RECORD {
+            if sweep(links, local_derivatives, grads, order, adjoint) {
+                // Every check passed: commit.
+                for &id in order {
+                    grads[id as usize] += adjoint[id as usize];
+                }
+                return Ok(None);
+            }
+            // A check fails: sweep again from fresh pass adjoints, checking each
+            // edge in turn, to report the first failure with its fields. Nothing
+            // was committed, and the same sums give the same bits.
+            for &id in order {
+                adjoint[id as usize] = 0.0;
+            }
+            adjoint[output as usize] = seed;
+        }
         let mut edges = Vec::new();
         if RECORD {
             edges.reserve(
@@ -236,7 +336,7 @@ impl TapeData {
     pub(crate) fn zero_grad(&mut self, output: u32) {
         // Tracked nodes are reachable through tracked nodes only (an untracked
         // node's operands are untracked), so the tracked walk finds them all.
-        self.walk(output, false, false);
+        self.walk::<false, false>(output);
         let TapeData {
             links,
             grads,
@@ -258,7 +358,7 @@ impl TapeData {
 pub fn topology(output: &Scalar) -> Vec<Scalar> {
     let ids = {
         let mut tape = output.tape.0.borrow_mut();
-        tape.walk(output.id.0, true, false);
+        tape.walk::<true, false>(output.id.0);
         tape.scratch.walk[..tape.scratch.order_len].to_vec()
     };
     ids.into_iter()
@@ -405,6 +505,35 @@ mod tests {
         let recorded = z.backward_recorded(1e10).unwrap_err();
         assert_eq!(error.to_string(), recorded.to_string());
         assert_eq!(x.gradient(), Some(0.0));
+    }
+
+    #[test]
+    fn a_failing_fast_sweep_reports_the_error_the_recorded_pass_reports() {
+        let tape = Tape::new();
+        let x = tape.variable(1.0).unwrap();
+        let big = tape.variable(1e300).unwrap();
+        let one = tape.constant(1.0).unwrap();
+        let k = tape.constant(1e300).unwrap();
+        let double = x.add(&x).unwrap();
+        let scaled = x.mul(&k).unwrap();
+        let on_constant = one.mul(&big).unwrap();
+        // (output, seed, kind): a contribution to a tracked parent (1e10 * 1e300),
+        // a pass adjoint (1e308 + 1e308), a contribution to a constant (1e10 * 1e300).
+        let cases = [
+            (&scaled, 1e10, "non-finite-contribution"),
+            (&double, 1e308, "non-finite-pass-adjoint"),
+            (&on_constant, 1e10, "non-finite-contribution"),
+        ];
+        for (output, seed, kind) in cases {
+            let fast = output.backward_with_seed(seed).unwrap_err();
+            let recorded = output.backward_recorded(seed).unwrap_err();
+            assert_eq!(fast.kind(), kind);
+            assert_eq!(fast.to_string(), recorded.to_string());
+            assert_eq!((x.gradient(), big.gradient()), (Some(0.0), Some(0.0)));
+        }
+        // The fallback leaves the pass adjoints fresh for the next pass.
+        double.backward().unwrap();
+        assert_eq!(x.gradient(), Some(2.0));
     }
 
     #[test]

@@ -94,7 +94,8 @@ impl Graph {
     }
 
     #[inline]
-    fn lookup(&self, program: &Program, index: usize, step: usize) -> Result<NodeId, ProgramError> {
+    fn lookup(&self, program: &Program, index: u32, step: usize) -> Result<NodeId, ProgramError> {
+        let index = index as usize;
         self.id(index).ok_or_else(|| {
             ProgramError(format!(
                 "step {step}: id {:?} was never created (its creating step failed)",
@@ -130,12 +131,14 @@ impl Graph {
                     Creation::Apply { op, args, exponent } => {
                         // At most two operands: no allocation per step.
                         let first = self.lookup(program, args[0], step_index)?;
+                        let row = op.op();
+                        let exponent = row.takes_exponent.then_some(*exponent);
                         let mut tape = self.tape.0.borrow_mut();
-                        if op.op().arity == 2 {
+                        if row.arity == 2 {
                             let second = self.lookup(program, args[1], step_index)?;
-                            tape.apply(*op, &[first, second], *exponent)
+                            tape.apply(*op, &[first, second], exponent)
                         } else {
-                            tape.apply(*op, &[first], *exponent)
+                            tape.apply(*op, &[first], exponent)
                         }
                     }
                 };
@@ -160,7 +163,7 @@ impl Graph {
             }
             Step::Backward { output, seed } => {
                 let output = self.lookup(program, *output, step_index)?.0;
-                let seed = seed.unwrap_or(1.0);
+                let seed = *seed;
                 let mut tape = self.tape.0.borrow_mut();
                 let result = if record {
                     tape.backward::<true>(output, seed)
@@ -214,9 +217,8 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
     for step_index in 0..program.steps.len() {
         let observation = match graph.execute(program, step_index, record_pass)? {
             Outcome::Created(node) => {
-                let Step::Create { index, .. } = &program.steps[step_index] else {
-                    unreachable!("only creation steps create nodes")
-                };
+                // This step's creation index: the creation steps before it.
+                let index = graph.created - 1;
                 let tape = graph.tape.0.borrow();
                 let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
@@ -224,9 +226,9 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                     ("tracked", Json::Bool(tracked_node)),
                 ]);
                 if tracked_node {
-                    tracked.push((*index, node));
+                    tracked.push((index, node));
                 }
-                names.0.push(*index);
+                names.0.push(index);
                 observation
             }
             Outcome::CreationFailed(error) => {

@@ -33,7 +33,7 @@ pub enum Creation {
     /// An untracked leaf.
     Constant(f64),
     /// An untracked copy of a node's value.
-    Detach(usize),
+    Detach(u32),
     /// An operation of the op table applied to earlier nodes.
     Apply {
         /// The operation.
@@ -41,33 +41,35 @@ pub enum Creation {
         /// Operand nodes in slot order: the first `op.arity()` entries (a unary
         /// op repeats its operand in the unused slot). Inline, not a `Vec`, so
         /// running a step reads no second allocation.
-        args: [usize; 2],
-        /// pow's finite constant exponent.
-        exponent: Option<f64>,
+        args: [u32; 2],
+        /// pow's finite constant exponent; 0.0 for every other op (the op
+        /// table's `takes_exponent` says which op has one). A plain `f64`,
+        /// not an `Option`, and `u32` ids: a step is 24 bytes, and running a
+        /// program streams through its steps.
+        exponent: f64,
     },
 }
 
 /// One program step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Create the node with creation index `index` (its id is `Program::ids[index]`).
+    /// Create a node. Its creation index is the number of creation steps
+    /// before it; its id is `Program::ids[index]`.
     Create {
-        /// Its creation index.
-        index: usize,
         /// How it is made.
         creation: Creation,
     },
     /// Backward from a node, with an optional seed (default 1.0).
     Backward {
         /// Creation index of the output.
-        output: usize,
-        /// The seed as written, if any.
-        seed: Option<f64>,
+        output: u32,
+        /// The seed: as written, or 1.0 when the step gives none.
+        seed: f64,
     },
     /// Zero the stored gradients reachable from a node.
     ZeroGrad {
         /// Creation index of the output.
-        output: usize,
+        output: u32,
     },
 }
 
@@ -117,11 +119,15 @@ pub fn parse_program(raw: &Value, source: &str) -> Result<Program, ProgramError>
         )));
     };
     let mut program = Program::default();
-    let mut known: HashMap<String, usize> = HashMap::new();
+    let mut known: HashMap<String, u32> = HashMap::new();
     for (index, item) in items.iter().enumerate() {
         let (step, id) = parse_step(item, &format!("{source}: step {index}"), &known)?;
-        if let (Step::Create { index, .. }, Some(id)) = (&step, id) {
-            known.insert(id.clone(), *index);
+        if let (Step::Create { .. }, Some(id)) = (&step, id) {
+            let index = u32::try_from(known.len())
+                .ok()
+                .filter(|&index| index < u32::MAX)
+                .ok_or_else(|| ProgramError(format!("{source}: more than 2^32 - 2 nodes")))?;
+            known.insert(id.clone(), index);
             program.ids.push(id);
         }
         program.steps.push(step);
@@ -142,7 +148,7 @@ fn allowed_keys(op: &str) -> &'static [&'static str] {
 fn parse_step(
     item: &Value,
     where_: &str,
-    known: &HashMap<String, usize>,
+    known: &HashMap<String, u32>,
 ) -> Result<(Step, Option<String>), ProgramError> {
     let Value::Object(fields) = item else {
         return Err(ProgramError(format!(
@@ -192,8 +198,8 @@ fn parse_step(
             return Ok((Step::ZeroGrad { output }, None));
         }
         let seed = match fields.get("seed") {
-            Some(_) => Some(number(fields, "seed", where_)?),
-            None => None,
+            Some(_) => number(fields, "seed", where_)?,
+            None => 1.0,
         };
         return Ok((Step::Backward { output, seed }, None));
     }
@@ -212,7 +218,6 @@ fn parse_step(
             "{where_}: field 'id': id {id:?} is already used by an earlier step"
         )));
     }
-    let index = known.len();
     let creation = match op {
         "variable" => Creation::Variable(number(fields, "value", &where_)?),
         "constant" => Creation::Constant(number(fields, "value", &where_)?),
@@ -251,9 +256,9 @@ fn parse_step(
                                 "{where_}: field 'exponent' must be a finite constant, got {exponent:?}"
                             )));
                         }
-                        Some(exponent)
+                        exponent
                     } else {
-                        None
+                        0.0
                     };
                     Creation::Apply {
                         op: op_kind,
@@ -264,7 +269,7 @@ fn parse_step(
             }
         }
     };
-    Ok((Step::Create { index, creation }, Some(id)))
+    Ok((Step::Create { creation }, Some(id)))
 }
 
 fn name(
@@ -272,8 +277,8 @@ fn name(
     field: &str,
     op: &str,
     where_: &str,
-    known: &HashMap<String, usize>,
-) -> Result<usize, ProgramError> {
+    known: &HashMap<String, u32>,
+) -> Result<u32, ProgramError> {
     let Some(Value::String(id)) = fields.get(field) else {
         return Err(ProgramError(format!(
             "{where_} ({op}): field {field:?} must be an id string, got {}",
@@ -292,4 +297,16 @@ fn number(fields: &Map<String, Value>, field: &str, where_: &str) -> Result<f64,
         .get(field)
         .ok_or_else(|| ProgramError(format!("{where_}: field {field:?} is missing")))?;
     decode_float(raw, &format!("{where_}: field {field:?}")).map_err(|error| ProgramError(error.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_plain_data_of_24_bytes() {
+        // Running a program streams through its steps: ids are u32 and no field is an Option.
+        assert!(std::mem::size_of::<Step>() <= 24);
+        assert!(!std::mem::needs_drop::<Step>());
+    }
 }

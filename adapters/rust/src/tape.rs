@@ -52,9 +52,6 @@ pub(crate) struct Link {
     /// tracked operand, so a pass learns whether an operand is tracked without
     /// reading the operand node.
     pub(crate) flags: u8,
-    /// Walk scratch: the next operand slot to visit while the node is on the
-    /// walk's stack; 0 at rest (the walk resets it when the node leaves the stack).
-    pub(crate) slot: u8,
 }
 
 /// `Link::flags`: the node is tracked.
@@ -152,7 +149,6 @@ impl TapeData {
             } else {
                 0
             },
-            slot: 0,
         };
         Ok(self.push(link, value, [0.0; 2]))
     }
@@ -186,10 +182,10 @@ impl TapeData {
             op.arity,
             operands.len()
         );
-        let first = operands[0].index();
-        let second = if op.takes_exponent {
+        let first = operands[0].0;
+        let (second_operand, second) = if op.takes_exponent {
             match exponent {
-                Some(c) if c.is_finite() => c,
+                Some(c) if c.is_finite() => (None, c),
                 _ => panic!(
                     "{} needs a finite constant exponent, got {exponent:?}",
                     op.name
@@ -197,37 +193,46 @@ impl TapeData {
             }
         } else {
             assert!(exponent.is_none(), "{} takes no exponent", op.name);
-            operands.get(1).map_or(0.0, |b| self.values[b.index()])
+            match operands.get(1) {
+                Some(b) => (Some(b.0), self.values[b.index()]),
+                None => (None, 0.0),
+            }
         };
-        let (value, local_derivatives) = kind.evaluate(self.values[first], second);
-        let operation = Operation::Op(kind);
-        // x * 0.0 is (±)0.0 exactly when x is finite (inf * 0 and nan give nan), so
-        // one comparison clears the value and both slots (a unary rule's unused
-        // slot is 0.0); only a failure looks at which check failed, in order.
-        let [first_local, second_local] = local_derivatives;
-        if value * 0.0 + first_local * 0.0 + second_local * 0.0 != 0.0 {
-            if !value.is_finite() {
-                return Err(Error::NonFiniteResult { operation, value });
-            }
-            for (operand, &local) in local_derivatives[..op.arity].iter().enumerate() {
-                if !local.is_finite() {
-                    return Err(Error::NonFiniteLocalDerivative {
-                        operation,
-                        operand,
-                        value: local,
-                    });
-                }
-            }
+        match self.push_result(kind, first, second_operand, second) {
+            Some(id) => Ok(id),
+            None => Err(creation_error(kind, self.values[first as usize], second)),
         }
-        let mut operand_ids = [operands[0].0; 2];
-        let mut flags = if self.links[first].tracked() {
+    }
+
+    /// Evaluate `kind` on the operand `first` and `second` (the second
+    /// operand's value, pow's exponent, or 0.0) and push the result node, or
+    /// push nothing and return `None` when the value or a local derivative is
+    /// not finite. Inlined into every caller and free of the error type, so
+    /// creating a node is straight-line code; `creation_error` says which
+    /// check failed.
+    #[inline(always)]
+    fn push_result(
+        &mut self,
+        kind: OpKind,
+        first: u32,
+        second_operand: Option<u32>,
+        second: f64,
+    ) -> Option<NodeId> {
+        let (value, mut local_derivatives) = kind.evaluate(self.values[first as usize], second);
+        let [first_local, second_local] = local_derivatives;
+        // A unary rule's unused slot is 0.0, so one test covers every op.
+        if !(value.is_finite() & first_local.is_finite() & second_local.is_finite()) {
+            return None;
+        }
+        let mut operands = [first; 2];
+        let mut flags = if self.links[first as usize].tracked() {
             OPERAND_TRACKED
         } else {
             0
         };
-        if let Some(b) = operands.get(1) {
-            operand_ids[1] = b.0;
-            if self.links[b.index()].tracked() {
+        if let Some(b) = second_operand {
+            operands[1] = b;
+            if self.links[b as usize].tracked() {
                 flags |= OPERAND_TRACKED << 1;
             }
         }
@@ -235,19 +240,17 @@ impl TapeData {
             // Tracked iff an operand is (docs/contract.md section 3).
             flags |= TRACKED;
         }
-        let mut local_derivatives = local_derivatives;
-        if op.takes_exponent {
+        if kind == OpKind::Pow {
             // pow's second slot is unused: it keeps the exponent.
             local_derivatives[1] = second;
         }
         let link = Link {
-            operands: operand_ids,
-            operation,
-            arity: op.arity as u8,
+            operands,
+            operation: Operation::Op(kind),
+            arity: if second_operand.is_some() { 2 } else { 1 },
             flags,
-            slot: 0,
         };
-        Ok(self.push(link, value, local_derivatives))
+        Some(self.push(link, value, local_derivatives))
     }
 
     /// The stored gradient of `id`; `None` for an untracked node.
@@ -255,6 +258,29 @@ impl TapeData {
         self.links[id.index()]
             .tracked()
             .then_some(self.grads[id.index()])
+    }
+}
+
+/// The error of a creation that `TapeData::push_result` refused: the rule
+/// evaluated again (the same bits), its checks made in the contract's order,
+/// value first, then each slot (docs/contract.md section 4).
+#[cold]
+#[inline(never)]
+fn creation_error(kind: OpKind, first: f64, second: f64) -> Error {
+    let operation = Operation::Op(kind);
+    let (value, local_derivatives) = kind.evaluate(first, second);
+    if !value.is_finite() {
+        return Error::NonFiniteResult { operation, value };
+    }
+    let (operand, &value) = local_derivatives[..kind.op().arity]
+        .iter()
+        .enumerate()
+        .find(|(_, local)| !local.is_finite())
+        .expect("a refused creation has a non-finite value or local derivative");
+    Error::NonFiniteLocalDerivative {
+        operation,
+        operand,
+        value,
     }
 }
 

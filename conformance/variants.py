@@ -25,10 +25,12 @@ Numeric-profile variants (an engine not written from the contract, such as autog
 
 - ``accurate-tanh-derivative``: tanh's local derivative is sech^2(a), correctly rounded.
 - ``divisor-contribution``: the divisor's edge's contribution is computed directly from
-  the operands, ``(-g * a) / b / b``, as autograd does (autograd writes ``-g*x/y**2``;
-  divided twice, the formula rounds the same way without ``y**2`` underflowing, which for
-  ``|y| < 1e-154`` is a difference of behaviour, not of rounding, and is reported as one);
-  its local derivative, ``-(a / b) / b``, is the contract's ``-(r / b)``.
+  the operands as ``-g * a / b**2``, as autograd does, rounded once from its exact value:
+  the numeric profile allows another formula within a few ulps of the exact result, and
+  this is the closest one. (Autograd's literal expression rounds ``y**2`` and ``-g*x``
+  first, which underflow when the operands are tiny, around 1e-160: then it is not within
+  any ulps of the exact result, and the kit rightly reports the difference.) Its local
+  derivative is the contract's ``-(r / b)``.
 - ``everything``: all of the above at once, with libm, fused multiply-adds and shuffled sums.
 
 Like the engines they stand for (PyTorch and autograd raise no typed errors), numeric
@@ -115,11 +117,16 @@ def fma(x: float, y: float, z: float) -> float:
     return float(_IEEE.fma(x, y, z))
 
 
+def exactly_rounded(value: Callable[[], Any]) -> float:
+    """A real expression evaluated with 256 bits and no exponent limit, then rounded once to binary64."""
+    with gmpy2.context(precision=256, emax=2**30, emin=-(2**30)):
+        exact = value()
+    return float(_IEEE.plus(exact))
+
+
 def sech_squared(a: float) -> float:
-    """sech(a)^2, the exact derivative of tanh, correctly rounded (to within a 256-bit intermediate)."""
-    with gmpy2.context(gmpy2.ieee(64), precision=256):
-        s = gmpy2.sech(gmpy2.mpfr(a))
-        return float(_IEEE.plus(s * s))
+    """sech(a)^2, the exact derivative of tanh, rounded once."""
+    return exactly_rounded(lambda: gmpy2.sech(gmpy2.mpfr(a)) ** 2)
 
 
 class VariantEngine(MutantEngine):
@@ -170,8 +177,8 @@ class VariantEngine(MutantEngine):
 
     def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:
         if "divisor-contribution" in self.takes and child.operation == "div" and slot == 1:
-            a, b = (operand.value for operand in child.operands)
-            return ieee_div(ieee_div(-upstream * a, b), b)
+            a, b = (gmpy2.mpfr(operand.value) for operand in child.operands)
+            return exactly_rounded(lambda: -gmpy2.mpfr(upstream) * a / (b * b))
         return upstream * local
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:

@@ -10,7 +10,12 @@ every mistake that changes a number beyond rounding under numeric too.
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -23,9 +28,11 @@ from conformance.generate import Case, build_fixture, compact_bound
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import parse_program
 from conformance.strategies import programs
+from conformance.transport import AdapterFault, Handshake
 from conformance.variants import VARIANTS, VariantEngine, VariantTransport, fma, sech_squared
 
 CORPUS = load_corpus()
+ROOT = Path(__file__).resolve().parent.parent
 
 #: Mistakes whose only effect is rounding or the sign of a zero: the numeric profile is made to accept them.
 #: (div-by-reciprocal is not among them: 1e-300 / 1e-310 overflows through 1 / b and fails with another error.)
@@ -156,3 +163,43 @@ def test_a_point_has_bound_zero_and_an_interval_its_larger_side():
     assert Quantity.point(3.0).bound() == 0.0
     assert Quantity(1.0, 0.5, 1.25).bound() >= 0.5
     assert Quantity(1.0, -math.inf, 2.0).bound() == math.inf
+
+
+FAKE = f"{sys.executable} {ROOT / 'tests' / 'fakes' / 'partial_adapter.py'}"
+
+
+def _run(tmp_path, *args):
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "run", "--case", "ops/div/*", "--json", str(report), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return done, json.loads(report.read_text())
+
+
+def test_a_rounding_only_mistake_fails_under_contract_and_passes_under_numeric(tmp_path):
+    command = f"{FAKE} --bug div-derivative-squared"
+    contract, data = _run(tmp_path, "--command", command)
+    assert contract.returncode == 1 and data["adapters"][0]["profile"] == "contract"
+    assert "ops/div/divisor-derivative-rounding" in contract.stdout
+    forced, data = _run(tmp_path, "--command", command, "--profile", "numeric")
+    assert forced.returncode == 0, forced.stdout
+    assert data["adapters"][0]["profile"] == "numeric" and "profile numeric" in forced.stdout
+    declared, data = _run(tmp_path, "--command", f"{command} --hello-extra " + shlex.quote('{"profile": "numeric"}'))
+    assert declared.returncode == 0, declared.stdout
+    assert data["adapters"][0]["profile"] == "numeric"
+
+
+def test_a_wrong_derivative_still_fails_under_numeric(tmp_path):
+    done, _ = _run(tmp_path, "--command", f"{FAKE} --bug wrong-derivative-div", "--profile", "numeric")
+    assert done.returncode == 1
+    assert "times its bound" in done.stdout or "bound is 0" in done.stdout
+
+
+def test_an_unknown_profile_in_hello_is_a_handshake_error_naming_the_field():
+    hello = {"type": "hello", "protocol": 1, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": ["add"]}
+    assert Handshake.parse({**hello, "levels": ["values"], "profile": "numeric"}).profile == "numeric"
+    with pytest.raises(AdapterFault, match="hello: field 'profile': 'loose' is not one of 'contract', 'numeric'"):
+        Handshake.parse({**hello, "levels": ["values"], "profile": "loose"})

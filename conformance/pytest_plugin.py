@@ -284,7 +284,7 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         }
     request.node.user_properties.append((_PROPERTY, json.dumps(data)))
     if down is not None and was_down:
-        pytest.fail(f"not run: {adapter.name} is unresponsive (the adapter's diagnosis is in the summary)", pytrace=False)
+        pytest.fail(f"not run: {down.headline} (the adapter's diagnosis is in the summary)", pytrace=False)
     if all(r.outcome == "unsupported" for r in results):
         pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:

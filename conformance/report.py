@@ -210,7 +210,7 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
             ET.SubElement(case, "skipped", message=f"unavailable: {run.reason}")
         if run.down is not None:
             case = ET.SubElement(suite, "testcase", classname=run.name, name="(adapter)")
-            summary = f"unresponsive: {run.down.not_run} (case, level) result(s) not run; {run.down.message}"
+            summary = f"{run.down.verdict}: {run.down.not_run} (case, level) result(s) not run; {run.down.message}"
             ET.SubElement(case, "error", message=summary).text = run.down.describe()
         for result in run.results:
             case = ET.SubElement(suite, "testcase", classname=f"{run.name}.{result.level}", name=result.case)
@@ -240,7 +240,7 @@ def markdown(runs: list[AdapterRun]) -> str:
         lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")
     for run in runs:
         if run.down is not None:
-            lines.append(f"\n{run.name} was given up on as unresponsive: {run.down.message}")
+            lines.append(f"\n{run.name} was given up on ({run.down.verdict}): {run.down.message}")
     for run in runs:
         if run.handshake is not None and run.handshake.partial():
             lines.append(f"\n{run.name} declares less: {'; '.join(run.handshake.partial())}.")
@@ -302,7 +302,7 @@ class LiveLog:
     def finish(self, run: AdapterRun) -> None:
         """An adapter's run ended: one line with its counts."""
         counts = ", ".join(f"{run.count(o)} {o}" for o in OUTCOMES if run.count(o))
-        state = " (given up on as unresponsive)" if run.down else (f" ({run.interrupted})" if run.interrupted else "")
+        state = f" (given up on: {run.down.verdict})" if run.down else (f" ({run.interrupted})" if run.interrupted else "")
         self._line(f"{run.name}: finished in {run.seconds:.1f} s: {counts or 'no results'}{state}")
 
     def note(self, text: str) -> None:

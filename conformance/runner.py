@@ -179,14 +179,34 @@ class AdapterDown:
     stderr: str = ""
     hint: str = ""
     not_run: int = 0
+    refused: bool = False
+    """The adapter answered hello, and the hello was refused (a wrong version, an unknown value): no retry helps."""
+
+    @property
+    def verdict(self) -> str:
+        """Why it was given up on, in a few words: ``unresponsive`` or ``its hello was refused``."""
+        return "its hello was refused" if self.refused else "unresponsive"
+
+    @property
+    def headline(self) -> str:
+        """The adapter and its verdict as a phrase: ``NAME is unresponsive`` or ``NAME's hello was refused``."""
+        return f"{self.adapter}'s hello was refused" if self.refused else f"{self.adapter} is unresponsive"
 
     def describe(self) -> str:
         """The adapter-level diagnosis: what happened, after how long, what it usually means, the stderr tail."""
-        lines = [
-            f"{self.adapter} is unresponsive: {self.faults} timeouts or failed starts in a row, with no case answered, "
-            f"over {self.seconds:.1f} s; it was not started again, and {self.not_run} (case, level) result(s) were not run.",
-            f"  last fault: {self.message}",
-        ]
+        if self.refused:
+            lines = [
+                f"{self.adapter}: its hello was refused, so nothing was run on it; {self.not_run} (case, level) "
+                "result(s) were not run. A hello does not change between starts, so it was not started again.",
+                f"  {self.message}",
+            ]
+        else:
+            lines = [
+                f"{self.adapter} is unresponsive: {self.faults} timeouts or failed starts in a row, with no case "
+                f"answered, over {self.seconds:.1f} s; it was not started again, and {self.not_run} (case, level) "
+                "result(s) were not run.",
+                f"  last fault: {self.message}",
+            ]
         if self.hint:
             lines.append(f"  hint: {self.hint}")
         if self.stderr.strip():
@@ -239,7 +259,7 @@ class AdapterSession:
     def _run_case(self, fixture: Fixture) -> list[Result]:
         if self.down is not None:
             self.down.not_run += len(fixture.levels)
-            return not_run(self.name, fixture, f"{self.name} is unresponsive (see the adapter's diagnosis)")
+            return not_run(self.name, fixture, f"{self.down.headline} (see the adapter's diagnosis)")
         remaining = None if self.deadline is None else self.deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             return not_run(self.name, fixture, self.budget_note)
@@ -263,6 +283,10 @@ class AdapterSession:
 
     def _fault(self, fault: AdapterFault) -> None:
         self._faulted = True
+        if fault.kind == "hello":
+            elapsed = time.monotonic() - self._attempt_started
+            self.down = AdapterDown(self.name, fault.message, 1, elapsed, fault.stderr, fault.hint, refused=True)
+            return
         if fault.kind not in ("timeout", "start"):
             self._streak = 0
             return

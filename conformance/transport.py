@@ -55,7 +55,7 @@ CASE_TIMEOUT = 10.0
 _EXIT_GRACE = 0.3
 
 #: Fault kinds: an unresponsive adapter (``timeout``, ``start``) is given up on after a few in a row.
-FAULT_KINDS = ("start", "timeout", "exit", "garbage", "protocol", "oversized", "error-reply")
+FAULT_KINDS = ("start", "timeout", "hello", "exit", "garbage", "protocol", "oversized", "error-reply")
 
 _FLUSH_HINT = (
     "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
@@ -249,7 +249,10 @@ class SubprocessTransport:
         deadline = time.monotonic() + timeout
         self._send({"type": "hello", "protocol": PROTOCOL_VERSION}, "the handshake", deadline, timeout)
         reply = self._receive(deadline, timeout, "the handshake")
-        return Handshake.parse(reply)
+        try:
+            return Handshake.parse(reply)
+        except AdapterFault as fault:  # the adapter answered, and its answer is refused: no start will change it
+            raise AdapterFault(fault.message, kind="hello") from None
 
     def _drain_stderr(self, process: "subprocess.Popen[bytes]") -> None:
         assert process.stderr is not None
@@ -268,7 +271,8 @@ class SubprocessTransport:
                 self.hello = self._start(self.start_timeout)
             except AdapterFault as fault:
                 self._kill()  # first, so that everything the adapter logged has been read
-                kind = "timeout" if fault.kind == "timeout" else "start"  # any fault before hello is a failed start
+                # Any fault before a hello is a failed start; a hello that came and was refused stays "hello".
+                kind = fault.kind if fault.kind in ("timeout", "hello") else "start"
                 raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
         return self.hello
 

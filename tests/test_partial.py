@@ -70,7 +70,8 @@ def test_an_unknown_or_contradictory_hello_value_is_a_handshake_error_naming_the
 def test_a_contradictory_hello_is_reported_on_the_command_line_and_no_case_runs(tmp_path):
     out, report = run_json(tmp_path, f"{FAKE} --trace nodes --levels values,trace,order", "--case", "seed/*")
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert "last fault: hello: field 'trace': 'nodes' cannot be declared with the order level" in out.stdout
+    assert "its hello was refused, so nothing was run on it" in out.stdout
+    assert "hello: field 'trace': 'nodes' cannot be declared with the order level" in out.stdout
     assert report["adapters"][0]["passed"] == 0
 
 

@@ -73,10 +73,18 @@ def test_a_crash_shows_the_tail_of_stderr():
 )
 def test_a_handshake_fault_errors_every_case_without_hanging(fault, message):
     run, _ = run_with(fault, target=None)
-    assert {r.outcome for r in run.results} == {"error"}
-    assert all(message in r.message for r in run.results)
+    errors = [r for r in run.results if r.outcome == "error"]
+    assert errors and all(message in r.message for r in errors)
     if fault == "exit-before-handshake":
         assert "fatal: cannot initialise the engine" in run.results[0].message
+        assert not run.down or not run.down.refused
+    else:
+        # A hello that came and was refused does not change between starts: one start, one diagnosis.
+        assert {r.case for r in errors} == {run.results[0].case}
+        assert {r.outcome for r in run.results if r.case != run.results[0].case} == {"not-run"}
+        assert run.down is not None and run.down.refused and run.down.faults == 1
+        assert run.down.describe().startswith("fake: its hello was refused, so nothing was run on it")
+        assert message in run.down.describe()
 
 
 def test_an_adapter_that_cannot_be_started_is_given_up_on_after_three_tries():

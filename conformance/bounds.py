@@ -195,20 +195,19 @@ class _Node:
 StepBounds = dict[str, tuple[float, float]]
 
 
-def derive_bounds(program: Program, profile: Profile, fused: bool = True) -> list[StepBounds]:
+def derive_bounds(program: Program, profile: Profile) -> list[StepBounds]:
     """The bound of every compared float of every step of ``program`` under ``profile``.
 
-    ``fused`` allows a fused multiply-add in backward's ``pass + upstream * local`` (the
-    contract allows it only in cases that are not compared exactly).
+    Backward's ``pass + upstream * local`` may always be one fused multiply-add here: the
+    contract forbids that only in cases compared exactly, which get no ``contract`` bounds.
     """
-    return _Replay(profile, fused or profile == "numeric").run(program)
+    return _Replay(profile).run(program)
 
 
 class _Replay:
-    def __init__(self, profile: Profile, fused: bool) -> None:
+    def __init__(self, profile: Profile) -> None:
         self.iv = _Interval(profile)
         self.numeric = profile == "numeric"
-        self.fused = fused
         self.nodes: dict[str, _Node] = {}
         self.order: list[str] = []  # creation order, for the gradients of every tracked node
 
@@ -362,7 +361,7 @@ class _Replay:
                 bounds[f"{where}.upstream"] = self._entry(upstream)
                 bounds[f"{where}.contribution"] = self._entry(contribution)
                 if self.nodes[parent].tracked:
-                    summand = contribution.widened(1) if self.fused else contribution
+                    summand = contribution.widened(1)  # the exact product, if the sum is fused
                     before = adjoint[parent]
                     after = iv.add(before, summand, before.v + c)
                     if not math.isfinite(after.v):

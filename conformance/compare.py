@@ -97,7 +97,6 @@ class _Collector:
         self.limit = limit
         self.found: list[Difference] = []
         self.largest = 0.0
-        self.largest_path: Optional[str] = None
 
     @property
     def full(self) -> bool:
@@ -138,9 +137,7 @@ class _Collector:
                     self.add(step, path, expected, actual, ulp_distance(e, a), bound=bound)
             elif bound and e != a:
                 # The figure of merit under a bound: how much of it the difference used.
-                used = abs(e - a) / bound
-                if used > self.largest:
-                    self.largest, self.largest_path = used, path
+                self.largest = max(self.largest, abs(e - a) / bound)
             return
         if type(expected) is not type(actual) or expected != actual:
             self.add(step, path, expected, actual)

@@ -190,16 +190,18 @@ def fixture_bounds(
     made.
     """
     profiles: tuple[Profile, ...] = ("numeric",) if comparison.exact else ("contract", "numeric")
+    observed = [_observed_floats(observation) for observation in observations]
     out: dict[str, tuple[dict[str, float], ...]] = {}
     for profile in profiles:
         steps = derive_bounds(program, profile)
         kept = []
-        for index, (bounds, observation) in enumerate(zip(steps, observations)):
-            floats = _observed_floats(observation)
+        for index, (bounds, floats) in enumerate(zip(steps, observed)):
             for path, (value, _) in bounds.items():
-                observed = floats.get(path)
-                if isinstance(observed, float) and not float_bits_equal(value, observed):
-                    raise BoundsMismatch(f"step {index}: {path}: the bounds replay has {value!r}, the reference {observed!r}")
+                reference_value = floats.get(path)
+                if isinstance(reference_value, float) and not float_bits_equal(value, reference_value):
+                    raise BoundsMismatch(
+                        f"step {index}: {path}: the bounds replay has {value!r}, the reference {reference_value!r}"
+                    )
             kept.append({path: compact_bound(b) for path, (_, b) in bounds.items() if b > 0.0 and path in floats})
         out[profile] = tuple(kept)
     return out

@@ -51,7 +51,7 @@ from typing import Any, Callable, Optional
 import gmpy2
 
 from reference.crmath import ieee_div
-from reference.errors import NonFiniteContribution, NonFinitePassAdjoint
+from reference.errors import NonFiniteContribution, NonFinitePassAdjoint, NonFiniteSeed, UntrackedOutput
 
 from .mutants import MutantEngine, _Node
 from .program import DECLARABLE_OPS, Program
@@ -175,8 +175,12 @@ class VariantEngine(MutantEngine):
                 return r, (0.0 if exponent == 0.0 else exponent * LIBM_POW(a, exponent - 1.0),)
         return super()._rule(op, values, exponent)
 
+    def _direct(self, child: _Node, slot: int) -> bool:
+        """Whether this edge's contribution is computed from the operands directly, not as upstream * local."""
+        return "divisor-contribution" in self.takes and child.operation == "div" and slot == 1
+
     def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:
-        if "divisor-contribution" in self.takes and child.operation == "div" and slot == 1:
+        if self._direct(child, slot):
             a, b = (gmpy2.mpfr(operand.value) for operand in child.operands)
             return exactly_rounded(lambda: -gmpy2.mpfr(upstream) * a / (b * b))
         return upstream * local
@@ -190,11 +194,14 @@ class VariantEngine(MutantEngine):
         topo = self._topology(output)
         adjoint: dict[int, float] = {id(n): 0.0 for n in topo if n.tracked}
         adjoint[id(output)] = seed
-        waiting: dict[int, list[tuple[int, float, float, float]]] = {id(n): [] for n in topo if n.tracked}
-        edges: list[Any] = []
+        waiting: dict[int, list[list[Any]]] = {id(n): [] for n in topo if n.tracked}
+        edges: list[list[Any]] = []
         for child in reversed(topo):
             if child.tracked and waiting[id(child)]:
-                self._sum_into(child, adjoint, waiting[id(child)], edges)
+                parts = waiting[id(child)]
+                order = list(reversed(parts)) if "reversed-sums" in self.takes else self._random.sample(parts, len(parts))
+                for edge in order:
+                    self._add(edge, adjoint)
             upstream = adjoint.get(id(child), 0.0) if child.tracked else 0.0
             for slot, parent in enumerate(child.operands):
                 local = child.locals[slot]
@@ -207,14 +214,9 @@ class VariantEngine(MutantEngine):
                 if not parent.tracked:
                     continue
                 if self.reorders_sums:
-                    waiting[id(parent)].append((len(edges) - 1, upstream, local, contribution))
-                    continue
-                before = adjoint[id(parent)]
-                after = fma(upstream, local, before) if self._fuse_sums else before + contribution
-                if not math.isfinite(after):
-                    raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
-                adjoint[id(parent)] = after
-                edges[-1][7:9] = [before, after]
+                    waiting[id(parent)].append(edges[-1])  # added when the parent's turn comes, in this variant's order
+                else:
+                    self._add(edges[-1], adjoint)
         totals = {id(node): self._prospective(node, adjoint[id(node)]) for node in topo if node.tracked}
         for node in topo:
             if id(node) in totals:
@@ -222,22 +224,22 @@ class VariantEngine(MutantEngine):
         has_grad = lambda n: n.tracked  # noqa: E731 - the record's shape, as MutantEngine builds it
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": [tuple(e) for e in edges], "has_grad": has_grad}
 
-    def _sum_into(
-        self, node: _Node, adjoint: dict[int, float], parts: list[tuple[int, float, float, float]], edges: list[Any]
-    ) -> None:
-        """Add a node's waiting contributions to its pass adjoint in this variant's order."""
-        order = list(reversed(parts)) if "reversed-sums" in self.takes else self._random.sample(parts, len(parts))
-        for index, upstream, local, contribution in order:
-            before = adjoint[id(node)]
-            after = fma(upstream, local, before) if self._fuse_sums else before + contribution
-            if not math.isfinite(after):
-                raise NonFinitePassAdjoint(node=node, previous=before, contribution=contribution)
-            adjoint[id(node)] = after
-            edges[index][7:9] = [before, after]
+    def _add(self, edge: list[Any], adjoint: dict[int, float]) -> None:
+        """Add one edge's contribution to its parent's pass adjoint, and record the sum before and after it.
+
+        Where this variant fuses, a contribution that is the product upstream * local is added
+        as one fused multiply-add; any other contribution is added as computed.
+        """
+        child, parent, slot, local, upstream, contribution = edge[:6]
+        before = adjoint[id(parent)]
+        fused = self._fuse_sums and not self._direct(child, slot)
+        after = fma(upstream, local, before) if fused else before + contribution
+        if not math.isfinite(after):
+            raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
+        adjoint[id(parent)] = after
+        edge[7:9] = [before, after]
 
     def _check_backward_start(self, output: _Node, seed: float) -> None:
-        from reference.errors import NonFiniteSeed, UntrackedOutput
-
         if not output.tracked:
             raise UntrackedOutput(operation=output.operation)
         if not math.isfinite(seed):

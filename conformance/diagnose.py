@@ -46,7 +46,7 @@ def diagnose(
     for bug, description in BUGS.items():
         if bug == "recursive-topo":
             continue
-        simulated = _simulate(fixture, bug)
+        simulated = simulate(fixture, bug)
         if simulated is None:
             continue
         # The variant must itself fail here, and the adapter's answers must agree with the variant's.
@@ -73,8 +73,11 @@ def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: 
 _CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}
 
 
-def _simulate(fixture: Fixture, bug: str) -> Optional[list[Any]]:
-    # A case failing at several levels is diagnosed once per level: run each variant once.
+def simulate(fixture: Fixture, bug: str) -> Optional[list[Any]]:
+    """The observations of the catalogue variant ``bug`` on the fixture's program; None if it cannot run it.
+
+    Cached: a case failing at several levels is diagnosed once per level, and each variant runs once.
+    """
     key = (fixture.id, fixture.provenance.get("program_sha256", ""), bug)
     if key not in _CACHE:
         if len(_CACHE) > 2000:

@@ -34,11 +34,11 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
 from .compare import DEFAULT_PROFILE, Difference, compare_level
-from .diagnose import diagnose, diagnose_error
+from .diagnose import diagnose, diagnose_error, simulate
 from .expected import Expected, bugs_of
 from .fixture import FIXTURES_DIR, LEVELS, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
-from .mutants import BUGS, MutantEngine, bug_named
+from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .runner import level_gaps
 from .strategies import programs
@@ -266,26 +266,29 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
     then every one of ``levels`` at which the adapter diverges must be
     reproduced, at that level, by a known bug's variant that fails there too.
     """
-    names = [bug for bug in BUGS if bug in set(known)]
+    listed, compared = set(known), set(levels)
+    names = [bug for bug in BUGS if bug in listed]
     named = next((bug_named(text) for text in divergence.diagnosis if bug_named(text) in names), None)
     if named is not None:
         return (named,)
     if divergence.fault is not None or not divergence.observations or len(names) < 2:
         return ()
     fixture, observations = divergence.fixture, list(divergence.observations)
-    variants: dict[str, Optional[Fixture]] = {}
     explained: list[str] = []
-    for level in (level for level in fixture.levels if level in set(levels)):
-        if not compare_level(fixture, observations, level, limit=1, edges=divergence.edges)[0]:
+
+    def differs(expected: Fixture, actual: list[Any], level: str) -> bool:
+        # Compared as the divergence itself was: under its profile, with or without edges.
+        return bool(compare_level(expected, actual, level, limit=1, profile=divergence.profile, edges=divergence.edges)[0])
+
+    for level in (level for level in fixture.levels if level in compared):
+        if not differs(fixture, observations, level):
             continue
         for bug in names:
-            if bug not in variants:
-                variants[bug] = _variant(fixture, bug)
-            variant = variants[bug]
+            variant = _variant(fixture, bug)  # diagnose.simulate runs each variant once per program
             if (
                 variant is not None
-                and compare_level(fixture, list(variant.expected), level, limit=1, edges=divergence.edges)[0]
-                and not compare_level(variant, observations, level, limit=1, edges=divergence.edges)[0]
+                and differs(fixture, list(variant.expected), level)
+                and not differs(variant, observations, level)
             ):
                 explained.append(bug)
                 break
@@ -296,10 +299,8 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
 
 def _variant(fixture: Fixture, bug: str) -> Optional[Fixture]:
     """The fixture with the catalogue variant's observations as its expectations (None if the variant cannot run it)."""
-    try:
-        return replace(fixture, expected=tuple(MutantEngine(bug).run(fixture.program)))
-    except Exception:  # noqa: BLE001 - a variant that cannot run this program explains nothing
-        return None
+    simulated = simulate(fixture, bug)
+    return None if simulated is None else replace(fixture, expected=tuple(simulated))
 
 
 def _with_diagnosis(divergence: Divergence) -> Divergence:

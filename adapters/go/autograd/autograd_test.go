@@ -65,10 +65,10 @@ func TestSeedFactsReusedSquareAccumulatesThenZeroes(t *testing.T) {
 func checkReusedSquareRecord(t *testing.T, r *PassRecord, x, square, loss Node) {
 	t.Helper()
 	want := []EdgeRecord{
-		{loss.i, square.i, 0, 1, 1, 1, true, 0, 1},
-		{loss.i, square.i, 1, 1, 1, 1, true, 1, 2},
-		{square.i, x.i, 0, 2, 2, 4, true, 0, 4},
-		{square.i, x.i, 1, 2, 2, 4, true, 4, 8},
+		{loss.i, 0, square.i, 1, 1, 1, true, 0, 1},
+		{loss.i, 1, square.i, 1, 1, 1, true, 1, 2},
+		{square.i, 0, x.i, 2, 2, 4, true, 0, 4},
+		{square.i, 1, x.i, 2, 2, 4, true, 4, 8},
 	}
 	if len(r.Edges) != len(want) {
 		t.Fatalf("%d edges, want 4 (edges are never merged)", len(r.Edges))
@@ -144,11 +144,11 @@ func TestOpTableFollowsTheContractFormulas(t *testing.T) {
 			if math.Float64bits(n.Value()) != math.Float64bits(tc.value) {
 				t.Errorf("value %v, want %v", n.Value(), tc.value)
 			}
-			local := n.LocalDerivatives()
+			localDerivatives := n.LocalDerivatives()
 			want := []float64{tc.d0, tc.d1}[:tc.op.Arity()]
 			for slot := range want {
-				if math.Float64bits(local[slot]) != math.Float64bits(want[slot]) {
-					t.Errorf("slot %d: local derivative %v, want %v", slot, local[slot], want[slot])
+				if math.Float64bits(localDerivatives[slot]) != math.Float64bits(want[slot]) {
+					t.Errorf("slot %d: local derivative %v, want %v", slot, localDerivatives[slot], want[slot])
 				}
 			}
 		})
@@ -192,7 +192,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFiniteLocalDerivativeError
-			if !errors.As(err, &e) || e.Operation != "log" || e.Operand != 0 || !math.IsInf(e.Value, 1) {
+			if !errors.As(err, &e) || e.Operation != "log" || e.Slot != 0 || !math.IsInf(e.Value, 1) {
 				t.Errorf("got %v", err)
 			}
 		}},
@@ -223,7 +223,7 @@ func TestEveryErrorKindIsUsableWithErrorsAs(t *testing.T) {
 			return err
 		}, func(t *testing.T, err error) {
 			var e *NonFiniteContributionError
-			if !errors.As(err, &e) || e.Operand != 0 || e.Upstream != 1e10 || e.LocalDerivative != 1e300 || e.Parent.Index() != 0 {
+			if !errors.As(err, &e) || e.Slot != 0 || e.Operand.Index() != 0 || e.Upstream != 1e10 || e.LocalDerivative != 1e300 {
 				t.Errorf("got %v", err)
 			}
 		}},
@@ -475,7 +475,7 @@ func TestContributionErrorWinsOverAnEarlierFoundAccumulatedOverflow(t *testing.T
 	before := [3]float64{grad(t, a), grad(t, h), grad(t, out)}
 	err := g.Backward(out, 1.7e308)
 	var e *NonFiniteContributionError
-	if !errors.As(err, &e) || e.Child != out || e.Parent != c || e.Operand != 1 {
+	if !errors.As(err, &e) || e.Consumer != out || e.Slot != 1 || e.Operand != c {
 		t.Fatalf("got %v, want a non-finite contribution on out -> c", err)
 	}
 	if after := [3]float64{grad(t, a), grad(t, h), grad(t, out)}; after != before {
@@ -535,8 +535,8 @@ func TestVisitMarksStayRightAcrossTheGenerationCounterWrapping(t *testing.T) {
 	}
 }
 
-func TestContributionsIntoAnUntrackedParentNeverOverflowAPassAdjoint(t *testing.T) {
-	// Two edges carry 1e308 each into the constant c: as an untracked parent
+func TestContributionsIntoAnUntrackedOperandNeverOverflowAPassAdjoint(t *testing.T) {
+	// Two edges carry 1e308 each into the constant c: as an untracked operand
 	// it has no pass adjoint, so their sum (inf) is no error, on either path.
 	for _, record := range []bool{false, true} {
 		g := NewGraph()

@@ -24,20 +24,20 @@ type NodeRecord struct {
 	StoredGradient float64
 }
 
-// EdgeRecord is one operand edge as backward walked it: node Child consumed
-// node Parent (both tape indices) in slot Operand. Upstream is the child's pass
-// adjoint (0 for an untracked child) and Contribution is Upstream *
-// LocalDerivative. Before and After are the parent's pass adjoint around this
-// edge, meaningful only when ParentTracked (the wire format writes null
-// otherwise).
+// EdgeRecord is one operand edge as backward walked it: node Consumer read
+// node Operand (both tape indices) in slot Slot. Upstream is the consumer's
+// pass adjoint (0 for an untracked consumer) and Contribution is Upstream *
+// LocalDerivative. Before and After are the operand's pass adjoint around this
+// edge, meaningful only when OperandTracked (the wire format writes null
+// otherwise). The fields are in the wire's order (docs/protocol.md).
 type EdgeRecord struct {
-	Child           int32
-	Parent          int32
-	Operand         int
+	Consumer        int32
+	Slot            int
+	Operand         int32
 	LocalDerivative float64
 	Upstream        float64
 	Contribution    float64
-	ParentTracked   bool
+	OperandTracked  bool
 	Before          float64
 	After           float64
 }
@@ -242,111 +242,113 @@ func (g *Graph) backward(output Node, seed float64, r *PassRecord) error {
 }
 
 // sweep is the walk of Backward: the topology (tracked nodes only) in
-// reverse, each child's edges in slot order, contribution then the parent's
-// pass adjoint checked on every edge. A child's pass adjoint is final when the
-// walk reaches it (all its consumers come later in the topology), so its
-// prospective stored gradient is checked there too; but the contract reports
-// every contribution and pass adjoint error first, so a failing sum only
-// raises overflow, and backward reports it after the walk.
+// reverse, each consumer's edges in slot order, contribution then the
+// operand's pass adjoint checked on every edge. A consumer's pass adjoint is
+// final when the walk reaches it (every node that reads it comes later in the
+// topology), so its prospective stored gradient is checked there too; but the
+// contract reports every contribution and pass adjoint error first, so a
+// failing sum only raises overflow, and backward reports it after the walk.
 //
-// It adds into every parent's slot without reading the parent: the slot of an
-// untracked parent (never placed, so never reset) is never read, not as
+// It adds into every operand's slot without reading the operand: the slot of
+// an untracked operand (never placed, so never reset) is never read, not as
 // upstream, not in a check, not as a stored gradient, so only a non-finite
-// sum needs to know whether the parent counts. An edge to an untracked parent
-// is still checked, as the contract asks.
+// sum needs to know whether the operand counts. An edge to an untracked
+// operand is still checked, as the contract asks.
 func (g *Graph) sweep(topo []int32) (overflow bool, err error) {
 	nodes, grads, pass := g.nodes, g.grads, g.scratch.pass
 	for k := len(topo) - 1; k >= 0; k-- {
 		ci := topo[k]
-		child := &nodes[ci]
+		consumer := &nodes[ci]
 		upstream := pass[ci]
 		stored := grads[ci]
-		if child.param > 0 {
-			stored = g.parameters[child.param-1].Grad
+		if consumer.param > 0 {
+			stored = g.parameters[consumer.param-1].Grad
 		}
 		if !isFinite(stored + upstream) {
 			overflow = true
 		}
-		// The slots are spelled out, slot 0 before slot 1.
-		arity := child.arity
+		// The slots are spelled out, slot 0 before slot 1: o is an operand's
+		// tape index, d its local derivative, c the contribution, a the sum.
+		arity := consumer.arity
 		if arity == 0 {
 			continue
 		}
-		p0, l0 := child.operands[0], child.local[0]
-		p1, l1 := child.operands[1], child.local[1]
-		c0 := float64(upstream * l0)
+		o0, d0 := consumer.operands[0], consumer.localDerivatives[0]
+		o1, d1 := consumer.operands[1], consumer.localDerivatives[1]
+		c0 := float64(upstream * d0)
 		if !isFinite(c0) {
 			return false, g.contributionError(ci, 0, upstream)
 		}
-		a0 := pass[p0] + c0
-		if !isFinite(a0) && nodes[p0].tracked {
-			return false, &NonFinitePassAdjointError{Node: Node{g, p0}, Previous: pass[p0], Contribution: c0}
+		a0 := pass[o0] + c0
+		if !isFinite(a0) && nodes[o0].tracked {
+			return false, &NonFinitePassAdjointError{Node: Node{g, o0}, Previous: pass[o0], Contribution: c0}
 		}
-		pass[p0] = a0
+		pass[o0] = a0
 		if arity == 1 {
 			continue
 		}
-		c1 := float64(upstream * l1)
+		c1 := float64(upstream * d1)
 		if !isFinite(c1) {
 			return false, g.contributionError(ci, 1, upstream)
 		}
-		a1 := pass[p1] + c1
-		if !isFinite(a1) && nodes[p1].tracked {
-			return false, &NonFinitePassAdjointError{Node: Node{g, p1}, Previous: pass[p1], Contribution: c1}
+		a1 := pass[o1] + c1
+		if !isFinite(a1) && nodes[o1].tracked {
+			return false, &NonFinitePassAdjointError{Node: Node{g, o1}, Previous: pass[o1], Contribution: c1}
 		}
-		pass[p1] = a1
+		pass[o1] = a1
 	}
 	return overflow, nil
 }
 
-// contributionError is the *NonFiniteContributionError of child's edge in slot.
-func (g *Graph) contributionError(child int32, slot uint8, upstream float64) error {
-	nd := &g.nodes[child]
+// contributionError is the *NonFiniteContributionError of the edge in slot of
+// the node at tape index consumer.
+func (g *Graph) contributionError(consumer int32, slot uint8, upstream float64) error {
+	nd := &g.nodes[consumer]
 	return &NonFiniteContributionError{
-		Child: Node{g, child}, Parent: Node{g, nd.operands[slot]}, Operand: int(slot),
-		Upstream: upstream, LocalDerivative: nd.local[slot],
+		Consumer: Node{g, consumer}, Slot: int(slot), Operand: Node{g, nd.operands[slot]},
+		Upstream: upstream, LocalDerivative: nd.localDerivatives[slot],
 	}
 }
 
 // sweepRecord is sweep over the whole topology, untracked nodes included,
 // appending every edge to r.Edges as it goes (docs/contract.md section 5, "The
-// pass record"): an untracked child's upstream is 0, and an edge to an
-// untracked parent is recorded with its contribution but stores no adjoint.
+// pass record"): an untracked consumer's upstream is 0, and an edge to an
+// untracked operand is recorded with its contribution but stores no adjoint.
 func (g *Graph) sweepRecord(topo []int32, r *PassRecord) (overflow bool, err error) {
 	nodes, pass := g.nodes, g.scratch.pass
 	r.Nodes = make([]NodeRecord, 0, len(topo))
 	r.Edges = make([]EdgeRecord, 0, len(topo))
 	for k := len(topo) - 1; k >= 0; k-- {
 		ci := topo[k]
-		child := &nodes[ci]
+		consumer := &nodes[ci]
 		upstream := 0.0
-		if child.tracked {
+		if consumer.tracked {
 			upstream = pass[ci]
 			if !isFinite(g.stored(ci) + upstream) {
 				overflow = true
 			}
 		}
-		for slot := uint8(0); slot < child.arity; slot++ {
-			pi := child.operands[slot]
-			local := child.local[slot]
-			contribution := float64(upstream * local)
+		for slot := uint8(0); slot < consumer.arity; slot++ {
+			oi := consumer.operands[slot]
+			localDerivative := consumer.localDerivatives[slot]
+			contribution := float64(upstream * localDerivative)
 			if !isFinite(contribution) {
 				return false, g.contributionError(ci, slot, upstream)
 			}
-			parentTracked := nodes[pi].tracked
+			operandTracked := nodes[oi].tracked
 			var before, after float64
-			if parentTracked {
-				before = pass[pi]
+			if operandTracked {
+				before = pass[oi]
 				after = before + contribution
 				if !isFinite(after) {
-					return false, &NonFinitePassAdjointError{Node: Node{g, pi}, Previous: before, Contribution: contribution}
+					return false, &NonFinitePassAdjointError{Node: Node{g, oi}, Previous: before, Contribution: contribution}
 				}
-				pass[pi] = after
+				pass[oi] = after
 			}
 			r.Edges = append(r.Edges, EdgeRecord{
-				Child: ci, Parent: pi, Operand: int(slot),
-				LocalDerivative: local, Upstream: upstream, Contribution: contribution,
-				ParentTracked: parentTracked, Before: before, After: after,
+				Consumer: ci, Slot: int(slot), Operand: oi,
+				LocalDerivative: localDerivative, Upstream: upstream, Contribution: contribution,
+				OperandTracked: operandTracked, Before: before, After: after,
 			})
 		}
 	}

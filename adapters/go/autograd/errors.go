@@ -39,11 +39,11 @@ type NonFiniteResultError struct {
 }
 
 // NonFiniteLocalDerivativeError reports an operation whose value is finite but
-// whose local derivative in slot Operand is not (log of a subnormal). No node
-// was created.
+// whose local derivative in operand slot Slot is not (log of a subnormal). No
+// node was created.
 type NonFiniteLocalDerivativeError struct {
 	Operation string
-	Operand   int
+	Slot      int
 	Value     float64 // the derivative
 }
 
@@ -59,11 +59,13 @@ type NonFiniteSeedError struct {
 }
 
 // NonFiniteContributionError reports upstream * local derivative overflowing
-// on the operand edge from Child to Parent in slot Operand.
+// on the operand edge (Consumer, Slot) -> Operand: Consumer's operation reads
+// Operand in slot Slot, and Upstream is Consumer's pass adjoint. The fields
+// are in the wire's order.
 type NonFiniteContributionError struct {
-	Child           Node
-	Parent          Node
-	Operand         int
+	Consumer        Node
+	Slot            int
+	Operand         Node
 	Upstream        float64
 	LocalDerivative float64
 }
@@ -117,7 +119,7 @@ func (e *NonFiniteResultError) Error() string {
 }
 
 func (e *NonFiniteLocalDerivativeError) Error() string {
-	return fmt.Sprintf("%s: %s operand %d has local derivative %v", e.Kind(), e.Operation, e.Operand, e.Value)
+	return fmt.Sprintf("%s: %s slot %d has local derivative %v", e.Kind(), e.Operation, e.Slot, e.Value)
 }
 
 func (e *UntrackedOutputError) Error() string {
@@ -129,8 +131,8 @@ func (e *NonFiniteSeedError) Error() string {
 }
 
 func (e *NonFiniteContributionError) Error() string {
-	return fmt.Sprintf("%s: %v -> %v operand %d: upstream %v * local derivative %v",
-		e.Kind(), e.Child, e.Parent, e.Operand, e.Upstream, e.LocalDerivative)
+	return fmt.Sprintf("%s: %v slot %d reads %v: upstream %v * local derivative %v",
+		e.Kind(), e.Consumer, e.Slot, e.Operand, e.Upstream, e.LocalDerivative)
 }
 
 func (e *NonFinitePassAdjointError) Error() string {

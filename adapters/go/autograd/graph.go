@@ -37,20 +37,20 @@ type Graph struct {
 	scratch    scratch              // Backward's and ZeroGrad's reused buffers
 }
 
-// node is one tape entry, 40 bytes. operands and local are parallel, one
-// entry per operand slot (arity of them); pow, which has one slot, keeps its
-// constant exponent in local[1]. The stored gradient of a tracked node is
+// node is one tape entry, 40 bytes. operands and localDerivatives are
+// parallel, one entry per operand slot (arity of them); pow, which has one
+// slot, keeps its constant exponent in localDerivatives[1]. The stored gradient of a tracked node is
 // Graph.grads at its index, unless param is set (1 + an index into
 // Graph.parameters), in which case it lives on that Parameter. A node holds
 // no pointer, so the garbage collector never scans the tape.
 type node struct {
-	value    float64
-	local    [2]float64
-	operands [2]int32
-	param    int32
-	op       Op
-	arity    uint8
-	tracked  bool
+	value            float64
+	localDerivatives [2]float64
+	operands         [2]int32
+	param            int32
+	op               Op
+	arity            uint8
+	tracked          bool
 }
 
 // Node is a handle to one scalar of a Graph. Two handles are equal iff they
@@ -200,7 +200,7 @@ func (g *Graph) apply(op Op, a, b Node, exponent float64, count int) (Node, erro
 		d1 = exponent // the unused slot holds pow's exponent (0 for other unary ops)
 	}
 	return g.push(node{
-		value: value, local: [2]float64{d0, d1}, operands: [2]int32{a.i, b.i},
+		value: value, localDerivatives: [2]float64{d0, d1}, operands: [2]int32{a.i, b.i},
 		op: op, arity: uint8(spec.arity), tracked: pa.tracked || pb.tracked,
 	}), nil
 }
@@ -213,9 +213,9 @@ func creationError(spec *opSpec, value, d0, d1 float64) error {
 		return &NonFiniteResultError{Operation: spec.name, Value: value}
 	}
 	if !isFinite(d0) {
-		return &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 0, Value: d0}
+		return &NonFiniteLocalDerivativeError{Operation: spec.name, Slot: 0, Value: d0}
 	}
-	return &NonFiniteLocalDerivativeError{Operation: spec.name, Operand: 1, Value: d1}
+	return &NonFiniteLocalDerivativeError{Operation: spec.name, Slot: 1, Value: d1}
 }
 
 // badExponent is apply's panic for pow with a non-finite exponent.
@@ -288,7 +288,7 @@ func (n Node) Tracked() bool { return n.g.nodes[n.i].tracked }
 // Exponent returns pow's constant exponent (0 for every other node).
 func (n Node) Exponent() float64 {
 	if nd := &n.g.nodes[n.i]; nd.op == OpPow {
-		return nd.local[1]
+		return nd.localDerivatives[1]
 	}
 	return 0
 }
@@ -306,7 +306,7 @@ func (n Node) Operands() []Node {
 // LocalDerivatives returns one local derivative per operand slot.
 func (n Node) LocalDerivatives() []float64 {
 	nd := &n.g.nodes[n.i]
-	return append([]float64(nil), nd.local[:nd.arity]...)
+	return append([]float64(nil), nd.localDerivatives[:nd.arity]...)
 }
 
 // Grad returns n's stored gradient, and false for an untracked node (which

@@ -318,16 +318,16 @@ func (m *Machine) errorInfo(err autograd.Error) *ErrorInfo {
 		add("value", e.Value)
 	case *autograd.NonFiniteLocalDerivativeError:
 		add("operation", e.Operation)
-		add("operand", e.Operand)
+		add("operand", e.Slot)
 		add("value", e.Value)
 	case *autograd.UntrackedOutputError:
 		add("operation", e.Operation)
 	case *autograd.NonFiniteSeedError:
 		add("seed", e.Seed)
 	case *autograd.NonFiniteContributionError:
-		add("child", m.Name(e.Child))
-		add("parent", m.Name(e.Parent))
-		add("operand", e.Operand)
+		add("child", m.Name(e.Consumer))
+		add("parent", m.Name(e.Operand))
+		add("operand", e.Slot)
 		add("upstream", e.Upstream)
 		add("local_derivative", e.LocalDerivative)
 	case *autograd.NonFinitePassAdjointError:
@@ -356,11 +356,11 @@ func (m *Machine) passToWire(r *autograd.PassRecord) *Pass {
 	}
 	for i, e := range r.Edges {
 		p.Edges[i] = PassEdge{
-			Child: m.Name(m.Graph.At(int(e.Child))), Parent: m.Name(m.Graph.At(int(e.Parent))), Operand: e.Operand,
+			Child: m.Name(m.Graph.At(int(e.Consumer))), Parent: m.Name(m.Graph.At(int(e.Operand))), Operand: e.Slot,
 			LocalDerivative: wire.Float(e.LocalDerivative), Upstream: wire.Float(e.Upstream),
-			Contribution: wire.Float(e.Contribution), ParentTracked: e.ParentTracked,
+			Contribution: wire.Float(e.Contribution), ParentTracked: e.OperandTracked,
 		}
-		if e.ParentTracked {
+		if e.OperandTracked {
 			p.Edges[i].Before = floatPtr(e.Before)
 			p.Edges[i].After = floatPtr(e.After)
 		}

@@ -125,15 +125,15 @@ func TestCreateRunSkipsFailedCreationsAndStopsAtTheFirstGradientStep(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMachine(steps)
-	next, err := m.CreateRun(0)
+	s := NewSession(steps)
+	next, err := s.CreateRun(0)
 	if err != nil || next != 4 {
 		t.Fatalf("CreateRun(0) = %d, %v; want 4 (the backward), nil", next, err)
 	}
-	if m.Len() != 3 || m.Name(m.Graph.At(2)) != "y" {
-		t.Fatalf("created %d nodes, the last %q; want x, zero, y (the failed div creates none)", m.Len(), m.Name(m.Graph.At(m.Len()-1)))
+	if s.Len() != 3 || s.Name(s.Graph.At(2)) != "y" {
+		t.Fatalf("created %d nodes, the last %q; want x, zero, y (the failed div creates none)", s.Len(), s.Name(s.Graph.At(s.Len()-1)))
 	}
-	if next, err = m.CreateRun(5); err == nil || next != 5 || !strings.Contains(err.Error(), `"bad" was never created`) {
+	if next, err = s.CreateRun(5); err == nil || next != 5 || !strings.Contains(err.Error(), `"bad" was never created`) {
 		t.Errorf("CreateRun(5) = %d, %v; want 5 and an error naming the never-created id", next, err)
 	}
 }

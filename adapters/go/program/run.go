@@ -8,24 +8,26 @@ import (
 	"scalarkit/wire"
 )
 
-// Machine executes the steps of one program on one fresh graph. NewMachine
-// resolves every id to the index of the step that creates it, once, so
-// running a step looks its operands up by index: no map and no string on the
-// way to the engine. Run uses it to observe a program; the bench command uses
-// it to time one without building observations.
-type Machine struct {
+// Session is one program's run on the engine: ids and their nodes. It
+// executes the steps of one program on one fresh graph. NewSession resolves
+// every id to the index of the step that creates it, once, so running a step
+// looks its operands up by index: no map and no string on the way to the
+// engine. Run uses it to observe a program; the bench command uses it to time
+// one without building observations. (The Rust port's executor is a Session
+// too.)
+type Session struct {
 	Graph *autograd.Graph
 	steps []Step
-	plan  []plan  // by step: what NewMachine resolved
+	plan  []plan  // by step: what NewSession resolved
 	tape  []int32 // by step, and one more: the tape index of the node the step created; -1 if none (yet)
 	step  []int32 // by tape index: the step that created the node, filled when a name is asked for
 	seen  int     // the steps step has been filled from
 }
 
-// plan is one step resolved: its operation and the creating step of each arg
-// (or, for backward and zero_grad, of the output in refs[0]). An id no earlier
-// step creates resolves to len(steps), whose tape entry stays -1, so a ref
-// needs no sign test before it is used.
+// plan is one step resolved: its operation and the creating step of each
+// operand (or, for backward and zero_grad, of the output in refs[0]). An id
+// no earlier step creates resolves to len(steps), whose tape entry stays -1,
+// so a ref needs no sign test before it is used.
 type plan struct {
 	value   float64 // the leaf's value or pow's exponent
 	refs    [2]int32
@@ -46,13 +48,13 @@ const (
 	kindApply
 )
 
-// NewMachine returns a machine for steps with an empty graph.
-func NewMachine(steps []Step) *Machine {
-	m := &Machine{
+// NewSession returns a session for steps on an empty graph.
+func NewSession(steps []Step) *Session {
+	s := &Session{
 		Graph: autograd.NewGraph(), steps: steps,
 		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)+1),
 	}
-	m.tape[len(steps)] = -1
+	s.tape[len(steps)] = -1
 	created := make(map[string]int32, len(steps))
 	resolve := func(id string) int32 {
 		if k, ok := created[id]; ok {
@@ -60,21 +62,21 @@ func NewMachine(steps []Step) *Machine {
 		}
 		return int32(len(steps))
 	}
-	for index, s := range steps {
-		m.tape[index] = -1
-		p := &m.plan[index]
-		p.value = s.Value
-		if s.Op == "pow" {
-			p.value = s.Exponent
+	for index, step := range steps {
+		s.tape[index] = -1
+		p := &s.plan[index]
+		p.value = step.Value
+		if step.Op == "pow" {
+			p.value = step.Exponent
 		}
-		for slot, id := range s.Args {
+		for slot, id := range step.Args {
 			p.refs[slot] = resolve(id)
 		}
-		if p.creates = s.Creates(); !p.creates {
-			p.refs[0] = resolve(s.Output)
+		if p.creates = step.Creates(); !p.creates {
+			p.refs[0] = resolve(step.Output)
 			continue
 		}
-		switch s.Op {
+		switch step.Op {
 		case "variable":
 			p.kind = kindVariable
 		case "constant":
@@ -82,75 +84,75 @@ func NewMachine(steps []Step) *Machine {
 		case "detach":
 			p.kind = kindDetach
 		default:
-			if op, ok := autograd.LookupOp(s.Op); ok && len(s.Args) == op.Arity() {
+			if op, ok := autograd.LookupOp(step.Op); ok && len(step.Args) == op.Arity() {
 				p.op, p.arity, p.kind = op, uint8(op.Arity()), kindApply
 				p.refs[1] = p.refs[op.Arity()-1] // a unary op's slot 1 repeats slot 0
 			}
 		}
-		if _, dup := created[s.ID]; !dup {
-			created[s.ID] = int32(index)
+		if _, dup := created[step.ID]; !dup {
+			created[step.ID] = int32(index)
 		}
 	}
-	return m
+	return s
 }
 
 // node returns the node created by step ref for step index, or a *Error
 // naming id when no step created it (its creating step failed).
-func (m *Machine) node(ref int32, id string, index int) (autograd.Node, error) {
-	if m.tape[ref] < 0 {
+func (s *Session) node(ref int32, id string, index int) (autograd.Node, error) {
+	if s.tape[ref] < 0 {
 		return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("id %q was never created (its creating step failed)", id)}
 	}
-	return m.Graph.At(int(m.tape[ref])), nil
+	return s.Graph.At(int(s.tape[ref])), nil
 }
 
 // Creates reports whether step number index creates a node.
-func (m *Machine) Creates(index int) bool { return m.plan[index].creates }
+func (s *Session) Creates(index int) bool { return s.plan[index].creates }
 
 // Output returns the output node of backward or zero_grad step number index,
 // or a *Error when no step created it (its creating step failed).
-func (m *Machine) Output(index int) (autograd.Node, error) {
-	return m.node(m.plan[index].refs[0], m.steps[index].Output, index)
+func (s *Session) Output(index int) (autograd.Node, error) {
+	return s.node(s.plan[index].refs[0], s.steps[index].Output, index)
 }
 
 // Name returns the program id of n.
-func (m *Machine) Name(n autograd.Node) string { return m.steps[m.creator(n.Index())].ID }
+func (s *Session) Name(n autograd.Node) string { return s.steps[s.creator(n.Index())].ID }
 
-// creator returns the step that created tape index i, filling m.step up to i
-// from m.tape: creation does not keep this inverse, since only names (errors,
+// creator returns the step that created tape index i, filling s.step up to i
+// from s.tape: creation does not keep this inverse, since only names (errors,
 // records, gradients) need it. The program is the graph's only writer, so the
 // steps that created nodes, in step order, are tape indices 0, 1, 2...
-func (m *Machine) creator(i int) int32 {
-	for len(m.step) <= i {
-		if m.tape[m.seen] >= 0 {
-			m.step = append(m.step, int32(m.seen))
+func (s *Session) creator(i int) int32 {
+	for len(s.step) <= i {
+		if s.tape[s.seen] >= 0 {
+			s.step = append(s.step, int32(s.seen))
 		}
-		m.seen++
+		s.seen++
 	}
-	return m.step[i]
+	return s.step[i]
 }
 
 // Len returns the number of nodes created so far.
-func (m *Machine) Len() int { return m.Graph.Len() }
+func (s *Session) Len() int { return s.Graph.Len() }
 
 // Create executes creation step number index and records its node. An engine
 // error (autograd.Error) creates no node.
-func (m *Machine) Create(index int) (autograd.Node, error) {
+func (s *Session) Create(index int) (autograd.Node, error) {
 	// Only the plan is read on the way to the engine; the step's strings only
 	// for a message.
-	p := &m.plan[index]
+	p := &s.plan[index]
 	var (
 		n   autograd.Node
 		err error
 	)
 	if p.kind == kindApply {
-		n, err = m.apply(index, p)
+		n, err = s.apply(index, p)
 	} else {
-		n, err = m.createLeaf(index)
+		n, err = s.createLeaf(index)
 	}
 	if err != nil {
 		return autograd.Node{}, err
 	}
-	m.tape[index] = int32(n.Index())
+	s.tape[index] = int32(n.Index())
 	return n, nil
 }
 
@@ -159,20 +161,20 @@ func (m *Machine) Create(index int) (autograd.Node, error) {
 // number: Create in a loop, for a caller that times steps and does not observe
 // them. An engine error (autograd.Error) creates no node and the run goes on,
 // as it would in the program; any other error stops it at its step.
-func (m *Machine) CreateRun(index int) (int, error) {
-	for ; index < len(m.plan) && m.plan[index].creates; index++ {
-		p := &m.plan[index]
+func (s *Session) CreateRun(index int) (int, error) {
+	for ; index < len(s.plan) && s.plan[index].creates; index++ {
+		p := &s.plan[index]
 		var (
 			n   autograd.Node
 			err error
 		)
 		if p.kind == kindApply {
-			n, err = m.apply(index, p)
+			n, err = s.apply(index, p)
 		} else {
-			n, err = m.createLeaf(index)
+			n, err = s.createLeaf(index)
 		}
 		if err == nil {
-			m.tape[index] = int32(n.Index())
+			s.tape[index] = int32(n.Index())
 		} else if _, engine := err.(autograd.Error); !engine {
 			return index, err
 		}
@@ -181,41 +183,41 @@ func (m *Machine) CreateRun(index int) (int, error) {
 }
 
 // apply creates the node of operation step number index, whose plan is p.
-func (m *Machine) apply(index int, p *plan) (autograd.Node, error) {
+func (s *Session) apply(index int, p *plan) (autograd.Node, error) {
 	// Both slots resolve the same way (a unary op's slot 1 repeats slot 0),
 	// and Apply takes the slice its arity needs.
-	a, b := m.tape[p.refs[0]], m.tape[p.refs[1]]
+	a, b := s.tape[p.refs[0]], s.tape[p.refs[1]]
 	if a < 0 || b < 0 {
-		return autograd.Node{}, m.missing(index)
+		return autograd.Node{}, s.missing(index)
 	}
-	operands := [2]autograd.Node{m.Graph.At(int(a)), m.Graph.At(int(b))}
-	return m.Graph.Apply(p.op, operands[:p.arity], p.value)
+	operands := [2]autograd.Node{s.Graph.At(int(a)), s.Graph.At(int(b))}
+	return s.Graph.Apply(p.op, operands[:p.arity], p.value)
 }
 
 // createLeaf is Create for every step that is not an operation: a variable,
 // a constant, a detach, or an unknown operation (a *Error).
-func (m *Machine) createLeaf(index int) (autograd.Node, error) {
-	p := &m.plan[index]
+func (s *Session) createLeaf(index int) (autograd.Node, error) {
+	p := &s.plan[index]
 	switch p.kind {
 	case kindVariable:
-		return m.Graph.Variable(p.value)
+		return s.Graph.Variable(p.value)
 	case kindConstant:
-		return m.Graph.Literal(p.value)
+		return s.Graph.Literal(p.value)
 	case kindDetach:
-		a, err := m.node(p.refs[0], m.steps[index].Args[0], index)
+		a, err := s.node(p.refs[0], s.steps[index].Args[0], index)
 		if err != nil {
 			return autograd.Node{}, err
 		}
-		return m.Graph.Detach(a), nil
+		return s.Graph.Detach(a), nil
 	}
-	return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", m.steps[index].Op)}
+	return autograd.Node{}, &Error{fmt.Sprintf("step %d", index), fmt.Sprintf("unknown operation %q", s.steps[index].Op)}
 }
 
 // missing returns the *Error of operation step number index, naming its
 // first operand that was never created.
-func (m *Machine) missing(index int) error {
-	for slot, id := range m.steps[index].Args {
-		if _, err := m.node(m.plan[index].refs[slot], id, index); err != nil {
+func (s *Session) missing(index int) error {
+	for slot, id := range s.steps[index].Args {
+		if _, err := s.node(s.plan[index].refs[slot], id, index); err != nil {
 			return err
 		}
 	}
@@ -224,11 +226,11 @@ func (m *Machine) missing(index int) error {
 
 // Gradients returns the stored gradient of every tracked node created so far,
 // in creation order.
-func (m *Machine) Gradients() Gradients {
+func (s *Session) Gradients() Gradients {
 	out := Gradients{}
-	for i := 0; i < m.Graph.Len(); i++ {
-		if grad, ok := m.Graph.At(i).Grad(); ok {
-			out = append(out, Gradient{m.steps[m.creator(i)].ID, grad})
+	for i := 0; i < s.Graph.Len(); i++ {
+		if grad, ok := s.Graph.At(i).Grad(); ok {
+			out = append(out, Gradient{s.steps[s.creator(i)].ID, grad})
 		}
 	}
 	return out
@@ -240,13 +242,13 @@ func (m *Machine) Gradients() Gradients {
 // which builds no record. Engine errors become observations; a *Error (a step
 // naming an id whose creating step failed) ends the run.
 func Run(steps []Step, recordPass bool) ([]Observation, error) {
-	m := NewMachine(steps)
+	s := NewSession(steps)
 	observations := make([]Observation, 0, len(steps))
 	for index, step := range steps {
 		if step.Creates() {
-			n, err := m.Create(index)
+			n, err := s.Create(index)
 			if engineErr := asEngineError(err); engineErr != nil {
-				observations = append(observations, Observation{Error: m.errorInfo(engineErr)})
+				observations = append(observations, Observation{Error: s.errorInfo(engineErr)})
 				continue
 			}
 			if err != nil {
@@ -256,25 +258,25 @@ func Run(steps []Step, recordPass bool) ([]Observation, error) {
 			observations = append(observations, Observation{Value: &value, Tracked: &tracked})
 			continue
 		}
-		output, err := m.Output(index)
+		output, err := s.Output(index)
 		if err != nil {
 			return nil, err
 		}
 		switch step.Op {
 		case "zero_grad":
-			m.Graph.ZeroGrad(output)
-			g := m.Gradients()
+			s.Graph.ZeroGrad(output)
+			g := s.Gradients()
 			observations = append(observations, Observation{Gradients: &g})
 		case "backward":
 			var record *autograd.PassRecord
 			if recordPass {
-				record, err = m.Graph.BackwardRecord(output, step.Seed)
+				record, err = s.Graph.BackwardRecord(output, step.Seed)
 			} else {
-				err = m.Graph.Backward(output, step.Seed)
+				err = s.Graph.Backward(output, step.Seed)
 			}
-			g := m.Gradients()
+			g := s.Gradients()
 			if engineErr := asEngineError(err); engineErr != nil {
-				observations = append(observations, Observation{Error: m.errorInfo(engineErr), Gradients: &g})
+				observations = append(observations, Observation{Error: s.errorInfo(engineErr), Gradients: &g})
 				continue
 			}
 			if err != nil {
@@ -282,7 +284,7 @@ func Run(steps []Step, recordPass bool) ([]Observation, error) {
 			}
 			obs := Observation{Gradients: &g}
 			if recordPass {
-				obs.Pass = m.passToWire(record)
+				obs.Pass = s.passToWire(record)
 			}
 			observations = append(observations, obs)
 		default:
@@ -306,7 +308,7 @@ func asEngineError(err error) autograd.Error {
 }
 
 // errorInfo turns an engine error into wire data, nodes named by program id.
-func (m *Machine) errorInfo(err autograd.Error) *ErrorInfo {
+func (s *Session) errorInfo(err autograd.Error) *ErrorInfo {
 	info := &ErrorInfo{Kind: err.Kind()}
 	add := func(name string, value any) { info.Fields = append(info.Fields, Field{name, value}) }
 	switch e := err.(type) {
@@ -325,17 +327,17 @@ func (m *Machine) errorInfo(err autograd.Error) *ErrorInfo {
 	case *autograd.NonFiniteSeedError:
 		add("seed", e.Seed)
 	case *autograd.NonFiniteContributionError:
-		add("child", m.Name(e.Consumer))
-		add("parent", m.Name(e.Operand))
+		add("child", s.Name(e.Consumer))
+		add("parent", s.Name(e.Operand))
 		add("operand", e.Slot)
 		add("upstream", e.Upstream)
 		add("local_derivative", e.LocalDerivative)
 	case *autograd.NonFinitePassAdjointError:
-		add("node", m.Name(e.Node))
+		add("node", s.Name(e.Node))
 		add("previous", e.Previous)
 		add("contribution", e.Contribution)
 	case *autograd.NonFiniteAccumulatedGradientError:
-		add("node", m.Name(e.Node))
+		add("node", s.Name(e.Node))
 		add("stored", e.Stored)
 		add("pass_adjoint", e.PassAdjoint)
 	}
@@ -343,11 +345,11 @@ func (m *Machine) errorInfo(err autograd.Error) *ErrorInfo {
 }
 
 // passToWire turns a pass record into wire data, nodes named by program id.
-func (m *Machine) passToWire(r *autograd.PassRecord) *Pass {
+func (s *Session) passToWire(r *autograd.PassRecord) *Pass {
 	p := &Pass{Seed: wire.Float(r.Seed), Nodes: make([]PassNode, len(r.Nodes)), Edges: make([]PassEdge, len(r.Edges))}
 	for i, n := range r.Nodes {
 		p.Nodes[i] = PassNode{
-			Node: m.Name(m.Graph.At(int(n.Node))), Operation: n.Operation.String(), Value: wire.Float(n.Value), Tracked: n.Tracked,
+			Node: s.Name(s.Graph.At(int(n.Node))), Operation: n.Operation.String(), Value: wire.Float(n.Value), Tracked: n.Tracked,
 		}
 		if n.Tracked {
 			p.Nodes[i].PassAdjoint = floatPtr(n.PassAdjoint)
@@ -356,7 +358,7 @@ func (m *Machine) passToWire(r *autograd.PassRecord) *Pass {
 	}
 	for i, e := range r.Edges {
 		p.Edges[i] = PassEdge{
-			Child: m.Name(m.Graph.At(int(e.Consumer))), Parent: m.Name(m.Graph.At(int(e.Operand))), Operand: e.Slot,
+			Child: s.Name(s.Graph.At(int(e.Consumer))), Parent: s.Name(s.Graph.At(int(e.Operand))), Operand: e.Slot,
 			LocalDerivative: wire.Float(e.LocalDerivative), Upstream: wire.Float(e.Upstream),
 			Contribution: wire.Float(e.Contribution), ParentTracked: e.OperandTracked,
 		}

@@ -5,7 +5,7 @@
 //	{"engine":"go-autograd","nodes":N,"forward_seconds":F,"backward_seconds":B,
 //	 "cold_forward_seconds":CF,"cold_backward_seconds":CB,"peak_rss_delta_bytes":M}
 //
-// The program runs twice, each time on a fresh machine and graph. The first,
+// The program runs twice, each time on a fresh session and graph. The first,
 // cold run starts in memory just returned to the operating system, so every
 // page it touches is a page fault; it gives cold_forward_seconds,
 // cold_backward_seconds and peak_rss_delta_bytes, the process's peak resident
@@ -59,18 +59,18 @@ func main() {
 		os.Exit(1)
 	}
 	data = nil
-	m := program.NewMachine(steps)
+	s := program.NewSession(steps)
 	debug.FreeOSMemory() // collect the parser's garbage and return it before the clock starts
 	base, baseOK := rss.Start()
-	cold, err := run(m, steps)
+	cold, err := run(s, steps)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
 	peak, peakOK := rss.Peak()
-	m = program.NewMachine(steps)
+	s = program.NewSession(steps)
 	runtime.GC() // the first run's graph is garbage; its memory stays with the process
-	r, err := run(m, steps)
+	r, err := run(s, steps)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
@@ -84,19 +84,19 @@ func main() {
 	fmt.Println(string(line))
 }
 
-// run executes steps on m (a machine made for them) and times creation and
+// run executes steps on s (a session made for them) and times creation and
 // gradient steps separately. Consecutive creation steps run as one
-// Machine.CreateRun and are timed together, so the clock is read only where
+// Session.CreateRun and are timed together, so the clock is read only where
 // the kind of step changes. The tape's room for every node is reserved on the
 // clock, as forward work.
-func run(m *program.Machine, steps []program.Step) (report, error) {
+func run(s *program.Session, steps []program.Step) (report, error) {
 	var forward, backward time.Duration
 	start := time.Now()
-	m.Graph.Grow(len(steps))
+	s.Graph.Grow(len(steps))
 	for index := 0; index < len(steps); index++ {
-		if m.Creates(index) {
+		if s.Creates(index) {
 			// An engine error is part of the program; anything else ends it.
-			next, err := m.CreateRun(index)
+			next, err := s.CreateRun(index)
 			if err != nil {
 				return report{}, err
 			}
@@ -106,21 +106,21 @@ func run(m *program.Machine, steps []program.Step) (report, error) {
 			index = next - 1
 			continue
 		}
-		output, err := m.Output(index)
+		output, err := s.Output(index)
 		if err != nil {
 			return report{}, err
 		}
 		if steps[index].Op == "zero_grad" {
-			m.Graph.ZeroGrad(output)
+			s.Graph.ZeroGrad(output)
 		} else {
 			// A failed backward is part of the program; its time counts too.
-			_ = m.Graph.Backward(output, steps[index].Seed)
+			_ = s.Graph.Backward(output, steps[index].Seed)
 		}
-		if index+1 == len(steps) || m.Creates(index+1) {
+		if index+1 == len(steps) || s.Creates(index+1) {
 			now := time.Now()
 			backward += now.Sub(start)
 			start = now
 		}
 	}
-	return report{Engine: "go-autograd", Nodes: m.Len(), ForwardSeconds: wire.Float(forward.Seconds()), BackwardSeconds: wire.Float(backward.Seconds())}, nil
+	return report{Engine: "go-autograd", Nodes: s.Len(), ForwardSeconds: wire.Float(forward.Seconds()), BackwardSeconds: wire.Float(backward.Seconds())}, nil
 }

@@ -592,3 +592,31 @@ func TestBackwardWithoutRecordMatchesTheRecordAroundUntrackedSubtrees(t *testing
 		}
 	}
 }
+
+func TestOpsListsEveryOperationRowOfTheOpTableOnceInTableOrder(t *testing.T) {
+	// Every row of the op table that is not a leaf kind is an operation, and
+	// Ops (which the adapter's hello declares) must list exactly those.
+	var rows []Op
+	for o := Op(0); o < opCount; o++ {
+		if !o.IsLeaf() {
+			rows = append(rows, o)
+		}
+	}
+	ops := Ops()
+	if len(ops) != len(rows) {
+		t.Fatalf("Ops() = %v, want the %d operation rows %v", ops, len(rows), rows)
+	}
+	for i, o := range ops {
+		if o != rows[i] {
+			t.Errorf("Ops()[%d] = %v, want %v", i, o, rows[i])
+		}
+		if back, ok := LookupOp(o.String()); !ok || back != o {
+			t.Errorf("LookupOp(%q) = %v, %v; want %v", o.String(), back, ok, o)
+		}
+	}
+	for _, leaf := range []string{"variable", "constant", "detached"} {
+		if _, ok := LookupOp(leaf); ok {
+			t.Errorf("LookupOp(%q) found a leaf kind", leaf)
+		}
+	}
+}

@@ -146,7 +146,10 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 	return false
 }
 
-// declaredOps lists the op table in the contract's order, then detach.
+// declaredOps lists the operation rows of the op table (autograd/op.go) in
+// the contract's order, then detach, which the engine has as Graph.Detach. It
+// is derived from the table, never written out, so hello declares exactly the
+// operations the engine has.
 func declaredOps() []string {
 	var ops []string
 	for _, op := range autograd.Ops() {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"scalarkit/autograd"
 )
 
 func TestServeAnswersEachRequestOnOneLine(t *testing.T) {
@@ -34,5 +37,29 @@ func TestServeSkipsGarbageAndUnknownRequestsWithoutReplying(t *testing.T) {
 	status := serve(strings.NewReader("not json\n\n{\"type\":\"frobnicate\"}\n"), &out, &log)
 	if status != 0 || out.Len() != 0 || !strings.Contains(log.String(), "frobnicate") {
 		t.Errorf("status %d, stdout %q, stderr %q", status, out.String(), log.String())
+	}
+}
+
+func TestHelloDeclaresEveryOpTableRowAndDetachAndNothingElse(t *testing.T) {
+	var out, log bytes.Buffer
+	serve(strings.NewReader(`{"type":"hello","protocol":1}`+"\n"), &out, &log)
+	var reply struct{ Ops []string }
+	if err := json.Unmarshal(out.Bytes(), &reply); err != nil {
+		t.Fatalf("hello reply %q: %v", out.String(), err)
+	}
+	// The op table's operation rows in their order, then detach, which the
+	// engine has (Graph.Detach) but which is a leaf kind, not a table row.
+	var want []string
+	for _, op := range autograd.Ops() {
+		want = append(want, op.String())
+	}
+	want = append(want, "detach")
+	if strings.Join(reply.Ops, " ") != strings.Join(want, " ") {
+		t.Errorf("hello declares ops %q, want the op table's rows and detach: %q", reply.Ops, want)
+	}
+	for _, name := range reply.Ops {
+		if _, ok := autograd.LookupOp(name); !ok && name != "detach" {
+			t.Errorf("hello declares %q, which is no row of the op table", name)
+		}
 	}
 }

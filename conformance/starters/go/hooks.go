@@ -53,7 +53,8 @@ func (e *Engine) Constant(value float64) (Node, error) { panic(notConnected("Eng
 // Apply returns the result node of op (add sub mul div: two operands; neg exp log tanh relu
 // pow: one); exponent is pow's constant. A non-finite value returns non-finite-result
 // (operation, value); a finite value with a non-finite local derivative returns
-// non-finite-local-derivative (operation, operand slot as an int, value of the derivative).
+// non-finite-local-derivative (operation; slot, the operand's 0-based position as an int;
+// value, the derivative).
 func (e *Engine) Apply(op string, operands []Node, exponent float64) (Node, error) {
 	panic(notConnected("Engine.Apply"))
 }

@@ -12,12 +12,12 @@ var Levels = []string{"values", "gradients", "errors", "trace", "order"}
 var Features = []string{"seed"}
 
 type value struct {
-	value       float64
-	operation   string
-	operands    []*value
-	derivatives []float64
-	tracked     bool
-	grad        float64
+	value            float64
+	operation        string
+	operands         []*value
+	localDerivatives []float64 // one per operand slot
+	tracked          bool
+	grad             float64
 }
 
 type Node = *value
@@ -79,20 +79,20 @@ func (e *Engine) Apply(op string, operands []Node, exponent float64) (Node, erro
 	if len(operands) > 1 {
 		b = operands[1].value
 	}
-	r, derivatives := rule(op, a, b, exponent)
+	r, localDerivatives := rule(op, a, b, exponent)
 	if !finite(r) {
 		return nil, &EngineError{"non-finite-result", map[string]any{"operation": op, "value": r}}
 	}
-	for slot, d := range derivatives {
+	for slot, d := range localDerivatives {
 		if !finite(d) {
-			return nil, &EngineError{"non-finite-local-derivative", map[string]any{"operation": op, "operand": slot, "value": d}}
+			return nil, &EngineError{"non-finite-local-derivative", map[string]any{"operation": op, "slot": slot, "value": d}}
 		}
 	}
 	tracked := false
 	for _, n := range operands {
 		tracked = tracked || n.tracked
 	}
-	return &value{value: r, operation: op, operands: append([]*value(nil), operands...), derivatives: derivatives, tracked: tracked}, nil
+	return &value{value: r, operation: op, operands: append([]*value(nil), operands...), localDerivatives: localDerivatives, tracked: tracked}, nil
 }
 
 func (e *Engine) Detach(node Node) Node      { return &value{value: node.value, operation: "detached"} }
@@ -143,23 +143,23 @@ func (e *Engine) Backward(output Node, seed float64) error {
 	adjoint[output] = seed
 	record := PassRecord{Seed: seed}
 	for i := len(order) - 1; i >= 0; i-- {
-		child := order[i]
-		upstream := adjoint[child] // 0 for an untracked child
-		for slot, parent := range child.operands {
-			d := child.derivatives[slot]
+		consumer := order[i]
+		upstream := adjoint[consumer] // 0 for an untracked consumer
+		for slot, operand := range consumer.operands {
+			d := consumer.localDerivatives[slot]
 			contribution := upstream * d
 			if !finite(contribution) {
-				return &EngineError{"non-finite-contribution", map[string]any{"child": child, "parent": parent,
-					"operand": slot, "upstream": upstream, "local_derivative": d}}
+				return &EngineError{"non-finite-contribution", map[string]any{"consumer": consumer, "slot": slot,
+					"operand": operand, "upstream": upstream, "local_derivative": d}}
 			}
-			edge := PassEdge{Child: child, Parent: parent, Operand: slot, LocalDerivative: d, Upstream: upstream, Contribution: contribution}
-			if parent.tracked {
-				edge.Before = adjoint[parent]
+			edge := PassEdge{Consumer: consumer, Slot: slot, Operand: operand, LocalDerivative: d, Upstream: upstream, Contribution: contribution}
+			if operand.tracked {
+				edge.Before = adjoint[operand]
 				edge.After = edge.Before + contribution
 				if !finite(edge.After) {
-					return &EngineError{"non-finite-pass-adjoint", map[string]any{"node": parent, "previous": edge.Before, "contribution": contribution}}
+					return &EngineError{"non-finite-pass-adjoint", map[string]any{"node": operand, "previous": edge.Before, "contribution": contribution}}
 				}
-				adjoint[parent] = edge.After
+				adjoint[operand] = edge.After
 			}
 			record.Edges = append(record.Edges, edge)
 		}

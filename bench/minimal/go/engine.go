@@ -12,11 +12,11 @@ import "math"
 // node is one tape entry: its value, one local derivative per operand slot,
 // the operands' tape indices and its arity.
 type node struct {
-	value    float64
-	local    [2]float64
-	operands [2]uint32
-	arity    uint8
-	tracked  bool
+	value            float64
+	localDerivatives [2]float64
+	operands         [2]uint32
+	arity            uint8
+	tracked          bool
 }
 
 // tape is the engine: the nodes in creation order and their stored gradients.
@@ -73,32 +73,32 @@ func (t *tape) apply(op opcode, a, b uint32, c float64) (uint32, bool) {
 	n := node{operands: [2]uint32{a, b}, arity: 1, tracked: t.nodes[a].tracked}
 	switch op {
 	case opAdd:
-		n.value, n.local, n.arity = x+y, [2]float64{1, 1}, 2
+		n.value, n.localDerivatives, n.arity = x+y, [2]float64{1, 1}, 2
 	case opSub:
-		n.value, n.local, n.arity = x-y, [2]float64{1, -1}, 2
+		n.value, n.localDerivatives, n.arity = x-y, [2]float64{1, -1}, 2
 	case opMul:
-		n.value, n.local, n.arity = float64(x*y), [2]float64{y, x}, 2
+		n.value, n.localDerivatives, n.arity = float64(x*y), [2]float64{y, x}, 2
 	case opDiv:
 		r := float64(x / y)
-		n.value, n.local, n.arity = r, [2]float64{float64(1 / y), -float64(r / y)}, 2
+		n.value, n.localDerivatives, n.arity = r, [2]float64{float64(1 / y), -float64(r / y)}, 2
 	case opNeg:
-		n.value, n.local[0] = -x, -1
+		n.value, n.localDerivatives[0] = -x, -1
 	case opPow:
 		n.value = math.Pow(x, c)
 		if c != 0 {
-			n.local[0] = float64(c * math.Pow(x, c-1))
+			n.localDerivatives[0] = float64(c * math.Pow(x, c-1))
 		}
 	case opExp:
 		n.value = math.Exp(x)
-		n.local[0] = n.value
+		n.localDerivatives[0] = n.value
 	case opLog:
-		n.value, n.local[0] = math.Log(x), float64(1/x)
+		n.value, n.localDerivatives[0] = math.Log(x), float64(1/x)
 	case opTanh:
 		n.value = math.Tanh(x)
-		n.local[0] = 1 - float64(n.value*n.value)
+		n.localDerivatives[0] = 1 - float64(n.value*n.value)
 	case opRelu:
 		if x > 0 {
-			n.value, n.local[0] = x, 1
+			n.value, n.localDerivatives[0] = x, 1
 		}
 	case opDetach:
 		n.value, n.arity, n.tracked = x, 0, false
@@ -108,7 +108,7 @@ func (t *tape) apply(op opcode, a, b uint32, c float64) (uint32, bool) {
 	if n.arity == 2 {
 		n.tracked = n.tracked || t.nodes[b].tracked
 	}
-	if !finite(n.value) || !finite(n.local[0]) || !finite(n.local[1]) {
+	if !finite(n.value) || !finite(n.localDerivatives[0]) || !finite(n.localDerivatives[1]) {
 		return 0, false
 	}
 	t.nodes = append(t.nodes, n)
@@ -131,7 +131,7 @@ func (t *tape) backward(out uint32, seed float64) bool {
 		}
 		up := adj[i]
 		for k := uint8(0); k < n.arity; k++ {
-			adj[n.operands[k]] += float64(up * n.local[k])
+			adj[n.operands[k]] += float64(up * n.localDerivatives[k])
 		}
 	}
 	grad := t.grad[:len(adj)]

@@ -30,7 +30,7 @@ import (
 // step is one program step with its ids resolved to step indices.
 type step struct {
 	op    opcode
-	args  [2]int32 // creating steps of the operands, or of the output
+	refs  [2]int32 // creating steps of the operands, or of the output
 	value float64  // leaf value, pow exponent or backward seed
 }
 
@@ -103,7 +103,7 @@ func read(path string) ([]step, error) {
 			if !ok {
 				return nil, fmt.Errorf("step %d: unknown id %q", i, name)
 			}
-			s.args[k] = ref
+			s.refs[k] = ref
 		}
 		number := r.Value
 		switch s.op {
@@ -169,13 +169,13 @@ func run(steps []step) report {
 		case opVariable, opConstant:
 			n, ok = t.leaf(s.value, s.op == opVariable)
 		case opBackward:
-			t.backward(at[s.args[0]], s.value)
+			t.backward(at[s.refs[0]], s.value)
 			continue
 		case opZeroGrad:
-			t.zeroGrad(at[s.args[0]])
+			t.zeroGrad(at[s.refs[0]])
 			continue
 		default:
-			n, ok = t.apply(s.op, at[s.args[0]], at[s.args[1]], s.value)
+			n, ok = t.apply(s.op, at[s.refs[0]], at[s.refs[1]], s.value)
 		}
 		if ok {
 			at[i] = n

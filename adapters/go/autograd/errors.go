@@ -110,35 +110,43 @@ func (e *NonFinitePassAdjointError) Kind() string { return KindNonFinitePassAdjo
 // Kind returns "non-finite-accumulated-gradient".
 func (e *NonFiniteAccumulatedGradientError) Kind() string { return KindNonFiniteAccumulatedGradient }
 
+// Error returns the kind, the operation and the value.
 func (e *NonFiniteLeafError) Error() string {
 	return fmt.Sprintf("%s: %s(%v)", e.Kind(), e.Operation, e.Value)
 }
 
+// Error returns the kind, the operation and the value it gave.
 func (e *NonFiniteResultError) Error() string {
 	return fmt.Sprintf("%s: %s gave %v", e.Kind(), e.Operation, e.Value)
 }
 
+// Error returns the kind, the operation, the slot and the derivative.
 func (e *NonFiniteLocalDerivativeError) Error() string {
 	return fmt.Sprintf("%s: %s slot %d has local derivative %v", e.Kind(), e.Operation, e.Slot, e.Value)
 }
 
+// Error returns the kind and the output's operation.
 func (e *UntrackedOutputError) Error() string {
 	return fmt.Sprintf("%s: backward from an untracked %s node", e.Kind(), e.Operation)
 }
 
+// Error returns the kind and the seed.
 func (e *NonFiniteSeedError) Error() string {
 	return fmt.Sprintf("%s: seed %v", e.Kind(), e.Seed)
 }
 
+// Error returns the kind, the edge (consumer, slot, operand) and the two factors.
 func (e *NonFiniteContributionError) Error() string {
 	return fmt.Sprintf("%s: %v slot %d reads %v: upstream %v * local derivative %v",
 		e.Kind(), e.Consumer, e.Slot, e.Operand, e.Upstream, e.LocalDerivative)
 }
 
+// Error returns the kind, the node and the two terms of the sum.
 func (e *NonFinitePassAdjointError) Error() string {
 	return fmt.Sprintf("%s: %v: previous %v + contribution %v", e.Kind(), e.Node, e.Previous, e.Contribution)
 }
 
+// Error returns the kind, the node and the two terms of the sum.
 func (e *NonFiniteAccumulatedGradientError) Error() string {
 	return fmt.Sprintf("%s: %v: stored %v + pass adjoint %v", e.Kind(), e.Node, e.Stored, e.PassAdjoint)
 }

@@ -37,6 +37,7 @@ type EngineError struct {
 	Fields map[string]any
 }
 
+// Error returns the kind and the fields, for logs; the loop writes the wire form.
 func (e *EngineError) Error() string { return fmt.Sprintf("%s %v", e.Kind, e.Fields) }
 
 // PassRecord is what one successful backward did (docs/contract.md section 5), for the trace
@@ -81,6 +82,7 @@ var errorFields = map[string][]string{
 // "inf", "-inf", "nan" for the non-finite ones, and -0.0 with its sign.
 type wireNumber float64
 
+// MarshalJSON writes the float in the wire's spelling.
 func (w wireNumber) MarshalJSON() ([]byte, error) {
 	x := float64(w)
 	switch {
@@ -109,6 +111,7 @@ type member struct {
 	value any
 }
 
+// MarshalJSON writes the members in order.
 func (o object) MarshalJSON() ([]byte, error) {
 	buf := []byte{'{'}
 	for i, m := range o {

@@ -80,8 +80,8 @@ func floatAt(o *Observation, path string) *float64 {
 	}
 	for i := range o.Pass.Edges {
 		e := &o.Pass.Edges[i]
-		child, slot, byChild := strings.Cut(selector, ":")
-		if byChild && e.Child == child && strconv.Itoa(e.Operand) == slot || !byChild && strconv.Itoa(i) == selector {
+		consumer, slot, byConsumer := strings.Cut(selector, ":")
+		if byConsumer && e.Consumer == consumer && strconv.Itoa(e.Slot) == slot || !byConsumer && strconv.Itoa(i) == selector {
 			return map[string]*float64{"local_derivative": (*float64)(&e.LocalDerivative), "upstream": (*float64)(&e.Upstream), "contribution": (*float64)(&e.Contribution),
 				"before": (*float64)(e.Before), "after": (*float64)(e.After)}[key]
 		}

@@ -158,7 +158,7 @@ func (c *comparer) gradients(step int, want, got *Gradients) {
 	}
 }
 
-// trace compares a pass order-free: nodes keyed by id, edges by (child, operand).
+// trace compares a pass order-free: nodes keyed by id, edges by (consumer, slot).
 func (c *comparer) trace(step int, want, got *Pass) {
 	if got == nil {
 		c.failf(step, "pass", "missing")
@@ -190,28 +190,28 @@ func (c *comparer) trace(step int, want, got *Pass) {
 		c.nullable(step, path+".stored_gradient", w.StoredGradient, g.StoredGradient)
 	}
 	type key struct {
-		child   string
-		operand int
+		consumer string
+		slot     int
 	}
 	gotEdges := map[key]PassEdge{}
 	for _, e := range got.Edges {
-		gotEdges[key{e.Child, e.Operand}] = e
+		gotEdges[key{e.Consumer, e.Slot}] = e
 	}
 	if len(got.Edges) != len(want.Edges) {
 		c.failf(step, "pass.edges", "expected %d edges, got %d", len(want.Edges), len(got.Edges))
 	}
 	for _, w := range want.Edges {
-		path := fmt.Sprintf("pass.edges[%s:%d]", w.Child, w.Operand)
-		g, ok := gotEdges[key{w.Child, w.Operand}]
+		path := fmt.Sprintf("pass.edges[%s:%d]", w.Consumer, w.Slot)
+		g, ok := gotEdges[key{w.Consumer, w.Slot}]
 		if !ok {
 			c.failf(step, path, "missing")
 			continue
 		}
-		if w.Parent != g.Parent {
-			c.failf(step, path+".parent", "expected %s, got %s", w.Parent, g.Parent)
+		if w.Operand != g.Operand {
+			c.failf(step, path+".operand", "expected %s, got %s", w.Operand, g.Operand)
 		}
-		if w.ParentTracked != g.ParentTracked {
-			c.failf(step, path+".parent_tracked", "expected %v, got %v", w.ParentTracked, g.ParentTracked)
+		if w.OperandTracked != g.OperandTracked {
+			c.failf(step, path+".operand_tracked", "expected %v, got %v", w.OperandTracked, g.OperandTracked)
 		}
 		c.float(step, path+".local_derivative", float64(w.LocalDerivative), float64(g.LocalDerivative))
 		c.float(step, path+".upstream", float64(w.Upstream), float64(g.Upstream))
@@ -232,7 +232,8 @@ func sameNodeOrder(want, got *Pass) bool {
 	return true
 }
 
-// order compares the edge sequence and the before/after adjoints, in order.
+// order compares the edge sequence as (consumer, slot, operand) and the
+// before/after adjoints, in order.
 func (c *comparer) order(step int, want, got *Pass) {
 	if len(want.Edges) != len(got.Edges) {
 		c.failf(step, "pass.edges", "expected %d edges, got %d", len(want.Edges), len(got.Edges))
@@ -241,8 +242,8 @@ func (c *comparer) order(step int, want, got *Pass) {
 	for i, w := range want.Edges {
 		g := got.Edges[i]
 		path := fmt.Sprintf("pass.edges[%d]", i)
-		if w.Child != g.Child || w.Operand != g.Operand || w.Parent != g.Parent {
-			c.failf(step, path, "expected edge (%s, %d, %s), got (%s, %d, %s)", w.Child, w.Operand, w.Parent, g.Child, g.Operand, g.Parent)
+		if w.Consumer != g.Consumer || w.Slot != g.Slot || w.Operand != g.Operand {
+			c.failf(step, path, "expected edge (%s, %d, %s), got (%s, %d, %s)", w.Consumer, w.Slot, w.Operand, g.Consumer, g.Slot, g.Operand)
 			return
 		}
 		c.nullable(step, path+".before", w.Before, g.Before)
@@ -259,7 +260,7 @@ func describe(s Step) string {
 	case s.Op == "zero_grad":
 		return fmt.Sprintf("zero_grad(%s)", s.Output)
 	case s.Op == "pow":
-		return fmt.Sprintf("%s = pow(%s; %s)", s.ID, s.Args[0], wire.FormatFloat(s.Exponent))
+		return fmt.Sprintf("%s = pow(%s; %s)", s.ID, s.Operands[0], wire.FormatFloat(s.Exponent))
 	}
-	return fmt.Sprintf("%s = %s(%v)", s.ID, s.Op, s.Args)
+	return fmt.Sprintf("%s = %s(%v)", s.ID, s.Op, s.Operands)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +19,11 @@ func fixturesDir() string {
 	}
 	return "../../../fixtures"
 }
+
+// fixtureFormat is the one fixture file format these tests read: format 3,
+// protocol 2's vocabulary (steps list "operands"; an edge is (consumer, slot)
+// -> operand; bound paths are pass.edges[CONSUMER:SLOT]).
+const fixtureFormat = 3
 
 // fixture is one case file (fixtures/fixture.schema.json).
 type fixture struct {
@@ -61,16 +67,47 @@ func loadFixtures(t *testing.T) []fixture {
 		if err != nil {
 			t.Fatalf("fixture bug: %s: %v", name, err)
 		}
-		var f fixture
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatalf("fixture bug: %s: %v", name, err)
-		}
-		if want := strings.TrimSuffix(name, ".json"); f.ID != want {
-			t.Fatalf("fixture bug: %s: id %q differs from its path", name, f.ID)
+		f, err := readFixture(name, data)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Join(fixturesDir(), name), err)
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// readFixture decodes the case file at path name (relative to the fixtures
+// folder) from data. A file of another format than fixtureFormat is an error
+// that says so, checked before anything else: decoding it would fail on some
+// field with a message that does not say why. Any other problem is a fixture
+// bug.
+func readFixture(name string, data []byte) (fixture, error) {
+	var header struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &header); err != nil {
+		return fixture{}, fmt.Errorf("fixture bug: %v", err)
+	}
+	if header.Format == nil || *header.Format != fixtureFormat {
+		return fixture{}, fmt.Errorf("%s, but these tests read fixture format %d only (protocol 2's operands, consumer, slot and operand); "+
+			"point SCALARKIT_FIXTURES at fixtures of format %d, or regenerate them", describeFormat(header.Format), fixtureFormat, fixtureFormat)
+	}
+	var f fixture
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fixture{}, fmt.Errorf("fixture bug: %v", err)
+	}
+	if want := strings.TrimSuffix(name, ".json"); f.ID != want {
+		return fixture{}, fmt.Errorf("fixture bug: id %q differs from its path", f.ID)
+	}
+	return f, nil
+}
+
+// describeFormat names a fixture file's format field for a message.
+func describeFormat(format *int) string {
+	if format == nil {
+		return "no \"format\" field"
+	}
+	return fmt.Sprintf("fixture format %d", *format)
 }
 
 func hasLevel(f fixture, level string) bool {
@@ -231,5 +268,24 @@ func TestBackwardWithoutARecordObservesTheSameAsWithOne(t *testing.T) {
 				t.Errorf("fast path observed\n%s\nrecording path observed\n%s", got, want)
 			}
 		})
+	}
+}
+
+func TestAFixtureOfAnotherFormatIsRefusedWithAMessageAboutItsFormat(t *testing.T) {
+	cases := []struct{ name, data, want string }{
+		{"format 2", `{"format":2,"id":"c","expected":[{"error":{"kind":"non-finite-contribution","child":"y","parent":"x","operand":0}}]}`,
+			"fixture format 2, but these tests read fixture format 3 only"},
+		{"no format", `{"id":"c"}`, `no "format" field, but these tests read fixture format 3 only`},
+		{"format 3 with a wrong id", `{"format":3,"id":"d"}`, `fixture bug: id "d" differs from its path`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := readFixture("c.json", []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("readFixture(%s) = %v, want an error about %s", tc.data, err, tc.want)
+			}
+		})
+	}
+	if f, err := readFixture("c.json", []byte(`{"format":3,"id":"c"}`)); err != nil || f.ID != "c" {
+		t.Errorf("a format 3 fixture: %+v, %v", f, err)
 	}
 }

@@ -75,7 +75,8 @@ func (g Gradients) Map() map[string]float64 {
 }
 
 // Field is one field of an error: its name and its value, which is a string
-// (an operation or a node id), an int (an operand slot) or a float64.
+// (an operation or a node id: consumer, operand, node), an int (slot) or a
+// float64.
 type Field struct {
 	Name  string
 	Value any
@@ -125,20 +126,21 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads an error object; which fields hold ids, slots and floats
-// is fixed by the contract.
+// is fixed by the contract (protocol 2: consumer, operand and node are ids,
+// slot is an int).
 func (e *ErrorInfo) UnmarshalJSON(data []byte) error {
 	*e = ErrorInfo{}
 	return decodeObject(data, func(key string, raw json.RawMessage) error {
 		switch key {
 		case "kind":
 			return json.Unmarshal(raw, &e.Kind)
-		case "operation", "child", "parent", "node":
+		case "operation", "consumer", "operand", "node":
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return fmt.Errorf("error field %q: %w", key, err)
 			}
 			e.Fields = append(e.Fields, Field{key, s})
-		case "operand":
+		case "slot":
 			var n int
 			if err := json.Unmarshal(raw, &n); err != nil {
 				return fmt.Errorf("error field %q: %w", key, err)
@@ -174,16 +176,19 @@ type PassNode struct {
 	StoredGradient *wire.Float `json:"stored_gradient"`
 }
 
-// PassEdge is one operand edge of a pass; Before and After are null when the
-// parent is untracked.
+// PassEdge is one operand edge of a pass, (Consumer, Slot) -> Operand, with
+// its fields in protocol 2's order: Consumer's operation reads Operand in slot
+// Slot. Upstream is the consumer's pass adjoint; Before and After are the
+// operand's pass adjoint around this edge, null when the operand is
+// untracked.
 type PassEdge struct {
-	Child           string      `json:"child"`
-	Parent          string      `json:"parent"`
-	Operand         int         `json:"operand"`
+	Consumer        string      `json:"consumer"`
+	Slot            int         `json:"slot"`
+	Operand         string      `json:"operand"`
 	LocalDerivative wire.Float  `json:"local_derivative"`
 	Upstream        wire.Float  `json:"upstream"`
 	Contribution    wire.Float  `json:"contribution"`
-	ParentTracked   bool        `json:"parent_tracked"`
+	OperandTracked  bool        `json:"operand_tracked"`
 	Before          *wire.Float `json:"before"`
 	After           *wire.Float `json:"after"`
 }

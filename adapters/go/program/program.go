@@ -22,7 +22,7 @@ type Step struct {
 	Op       string   // variable, constant, detach, an op name, backward or zero_grad
 	ID       string   // the created node's id (creation steps)
 	Value    float64  // variable, constant
-	Args     []string // detach and operations, one id per operand slot
+	Operands []string // detach and operations, one id per operand slot
 	Exponent float64  // pow
 	Output   string   // backward, zero_grad
 	Seed     float64  // backward; 1 unless HasSeed
@@ -39,20 +39,23 @@ type Error struct {
 	Msg   string
 }
 
+// Error returns where the program broke a rule, then the rule.
 func (e *Error) Error() string { return e.Where + ": " + e.Msg }
 
 var allowedKeys = map[string][]string{
 	"leaf":      {"id", "op", "value"},
-	"apply":     {"id", "op", "args"},
-	"pow":       {"id", "op", "args", "exponent"},
+	"apply":     {"id", "op", "operands"},
+	"pow":       {"id", "op", "operands", "exponent"},
 	"backward":  {"op", "output", "seed"},
 	"zero_grad": {"op", "output"},
 }
 
 // Parse reads a program from raw JSON (an array of step objects) and checks
-// it: known ops, allowed fields, fresh non-empty ids, args naming earlier ids,
-// the right arity, numbers where numbers belong, a finite pow exponent. source
-// names where the program came from, for messages.
+// it: known ops, allowed fields, fresh non-empty ids, operands naming earlier
+// ids, the right arity, numbers where numbers belong, a finite pow exponent.
+// source names where the program came from, for messages. It reads protocol
+// 2's steps: an operation's operand ids are in "operands", and protocol 1's
+// "args" is an error that says so.
 func Parse(raw json.RawMessage, source string) ([]Step, error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -95,6 +98,9 @@ func parseStep(item json.RawMessage, where string, known map[string]bool) (Step,
 			return Step{}, &Error{where, fmt.Sprintf("field 'op': unknown operation %q", op)}
 		}
 		shape = "apply"
+	}
+	if _, old := fields["args"]; old && (shape == "apply" || shape == "pow") {
+		return Step{}, &Error{fmt.Sprintf("%s (%s)", where, op), "field 'args' is protocol 1's name; protocol 2 lists an operation's ids in 'operands'"}
 	}
 	var unexpected []string
 	for key := range fields {
@@ -145,19 +151,19 @@ func parseStep(item json.RawMessage, where string, known map[string]bool) (Step,
 	if o, ok := autograd.LookupOp(op); ok {
 		arity = o.Arity()
 	}
-	var args []json.RawMessage
-	if err := json.Unmarshal(fields["args"], &args); err != nil || len(args) != arity {
-		return Step{}, &Error{where, fmt.Sprintf("field 'args': %s takes a list of %d id(s), got %s", op, arity, show(fields["args"]))}
+	var operands []json.RawMessage
+	if err := json.Unmarshal(fields["operands"], &operands); err != nil || len(operands) != arity {
+		return Step{}, &Error{where, fmt.Sprintf("field 'operands': %s takes a list of %d id(s), got %s", op, arity, show(fields["operands"]))}
 	}
-	for slot, raw := range args {
+	for slot, raw := range operands {
 		var id string
 		if err := json.Unmarshal(raw, &id); err != nil {
-			return Step{}, &Error{where, fmt.Sprintf("field 'args[%d]' must be an id string, got %s", slot, show(raw))}
+			return Step{}, &Error{where, fmt.Sprintf("field 'operands[%d]' must be an id string, got %s", slot, show(raw))}
 		}
 		if !known[id] {
-			return Step{}, &Error{where, fmt.Sprintf("field 'args[%d]': unknown id %q (ids must be created by an earlier step)", slot, id)}
+			return Step{}, &Error{where, fmt.Sprintf("field 'operands[%d]': unknown id %q (ids must be created by an earlier step)", slot, id)}
 		}
-		step.Args = append(step.Args, id)
+		step.Operands = append(step.Operands, id)
 	}
 	if shape == "pow" {
 		raw, ok := fields["exponent"]

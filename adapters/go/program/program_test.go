@@ -14,14 +14,17 @@ func TestParseRejectsBrokenProgramsNamingStepAndField(t *testing.T) {
 		name, program, want string
 	}{
 		{"not a list", `{"op":"variable"}`, "program must be a list"},
-		{"unknown op", `[{"id":"x","op":"sqrt","args":[]}]`, "step 0: field 'op': unknown operation"},
-		{"unknown id", `[{"id":"y","op":"neg","args":["x"]}]`, `step 0 (y): field 'args[0]': unknown id "x"`},
+		{"unknown op", `[{"id":"x","op":"sqrt","operands":[]}]`, "step 0: field 'op': unknown operation"},
+		{"unknown id", `[{"id":"y","op":"neg","operands":["x"]}]`, `step 0 (y): field 'operands[0]': unknown id "x"`},
 		{"reused id", `[{"id":"x","op":"variable","value":1},{"id":"x","op":"constant","value":2}]`, "already used"},
-		{"wrong arity", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","args":["x"]}]`, "add takes a list of 2"},
+		{"wrong arity", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","operands":["x"]}]`, "add takes a list of 2"},
 		{"string value", `[{"id":"x","op":"variable","value":"two"}]`, "field 'value'"},
 		{"unexpected field", `[{"id":"x","op":"variable","value":1,"seed":2}]`, `unexpected field "seed"`},
-		{"non-finite exponent", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":"inf"}]`, "finite constant"},
+		{"non-finite exponent", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","operands":["x"],"exponent":"inf"}]`, "finite constant"},
 		{"unknown output", `[{"op":"backward","output":"x"}]`, `unknown id "x"`},
+		{"protocol 1's args", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"mul","args":["x","x"]}]`, "step 1 (mul): field 'args' is protocol 1's name"},
+		{"protocol 1's args on pow", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":2}]`, "step 1 (pow): field 'args'"},
+		{"operands missing", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"neg"}]`, "step 1 (y): field 'operands': neg takes a list of 1 id(s), got nothing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +41,7 @@ func TestObservationsKeepNegativeZeroAndNonFiniteOnTheWire(t *testing.T) {
 		{"id":"z","op":"constant","value":-0},
 		{"id":"x","op":"variable","value":"nan"},
 		{"id":"y","op":"variable","value":-0.0},
-		{"id":"n","op":"neg","args":["y"]},
+		{"id":"n","op":"neg","operands":["y"]},
 		{"op":"backward","output":"n","seed":"inf"}]`), "case t")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ func TestObservationsKeepNegativeZeroAndNonFiniteOnTheWire(t *testing.T) {
 }
 
 func TestComparerComparesEachFloatUnderItsBoundAndNamesWhatDiffers(t *testing.T) {
-	steps, _ := Parse(json.RawMessage(`[{"id":"x","op":"variable","value":3},{"id":"y","op":"mul","args":["x","x"]},{"op":"backward","output":"y"}]`), "case t")
+	steps, _ := Parse(json.RawMessage(`[{"id":"x","op":"variable","value":3},{"id":"y","op":"mul","operands":["x","x"]},{"op":"backward","output":"y"}]`), "case t")
 	got, err := Run(steps, true)
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +86,13 @@ func TestComparerComparesEachFloatUnderItsBoundAndNamesWhatDiffers(t *testing.T)
 		{"gradient off by one ulp under a bound of one ulp", false, map[string]float64{"gradients.x": ulp}, onGradient(oneUp), ""},
 		{"gradient off by two ulps under a bound of one ulp", false, map[string]float64{"gradients.x": ulp}, onGradient(twoUp), "gradients.x"},
 		{"a bound on another path does not apply", false, map[string]float64{"gradients.y": ulp}, onGradient(oneUp), "gradients.x"},
-		{"edge contribution within its bound at pass.edges[CHILD:SLOT]", false, map[string]float64{"pass.edges[y:0].contribution": ulp},
+		{"edge contribution within its bound at pass.edges[CONSUMER:SLOT]", false, map[string]float64{"pass.edges[y:0].contribution": ulp},
 			func(p *Pass, g *Gradients) {
 				p.Edges[0].Contribution = wire.Float(math.Nextafter(float64(p.Edges[0].Contribution), 7))
 			}, ""},
 		{"merged edge", true, nil, func(p *Pass, g *Gradients) { p.Edges = p.Edges[:1] }, "pass.edges: expected 1 edges, got 2"},
-		{"wrong parent", true, nil, func(p *Pass, g *Gradients) { p.Edges[0].Parent = "y" }, "pass.edges[y:0].parent"},
+		{"wrong operand", true, nil, func(p *Pass, g *Gradients) { p.Edges[0].Operand = "y" }, "pass.edges[y:0].operand: expected y, got x"},
+		{"wrong operand_tracked", true, nil, func(p *Pass, g *Gradients) { p.Edges[1].OperandTracked = false }, "pass.edges[y:1].operand_tracked"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,10 +122,10 @@ func TestCreateRunSkipsFailedCreationsAndStopsAtTheFirstGradientStep(t *testing.
 	steps, err := Parse(json.RawMessage(`[
 		{"id":"x","op":"variable","value":2},
 		{"id":"zero","op":"constant","value":0},
-		{"id":"bad","op":"div","args":["x","zero"]},
-		{"id":"y","op":"mul","args":["x","x"]},
+		{"id":"bad","op":"div","operands":["x","zero"]},
+		{"id":"y","op":"mul","operands":["x","x"]},
 		{"op":"backward","output":"y"},
-		{"id":"z","op":"neg","args":["bad"]}]`), "case t")
+		{"id":"z","op":"neg","operands":["bad"]}]`), "case t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +139,49 @@ func TestCreateRunSkipsFailedCreationsAndStopsAtTheFirstGradientStep(t *testing.
 	}
 	if next, err = s.CreateRun(5); err == nil || next != 5 || !strings.Contains(err.Error(), `"bad" was never created`) {
 		t.Errorf("CreateRun(5) = %d, %v; want 5 and an error naming the never-created id", next, err)
+	}
+}
+
+func TestEdgesAndEdgeErrorsAreWrittenWithProtocol2sFieldsInItsOrder(t *testing.T) {
+	steps, err := Parse(json.RawMessage(`[
+		{"id":"x","op":"variable","value":3},
+		{"id":"k","op":"constant","value":2},
+		{"id":"y","op":"mul","operands":["x","k"]},
+		{"op":"backward","output":"y"},
+		{"id":"s","op":"variable","value":1e-200},
+		{"id":"big","op":"constant","value":1e200},
+		{"id":"z","op":"mul","operands":["s","big"]},
+		{"op":"backward","output":"z","seed":1e200},
+		{"id":"tiny","op":"variable","value":5e-324},
+		{"id":"l","op":"log","operands":["tiny"]}]`), "case t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	observations, err := Run(steps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(observations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"edges":[{"consumer":"y","slot":0,"operand":"x","local_derivative":2.0,"upstream":1.0,"contribution":2.0,"operand_tracked":true,"before":0.0,"after":2.0},` +
+			`{"consumer":"y","slot":1,"operand":"k","local_derivative":3.0,"upstream":1.0,"contribution":3.0,"operand_tracked":false,"before":null,"after":null}]`,
+		`{"error":{"kind":"non-finite-contribution","consumer":"z","slot":0,"operand":"s","upstream":1e+200,"local_derivative":1e+200},`,
+		`{"error":{"kind":"non-finite-local-derivative","operation":"log","slot":0,"value":"inf"}}`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("observations\n%s\ndo not contain\n%s", data, want)
+		}
+	}
+	// What the harness reads back is what was written: ids stay ids, the slot an int.
+	var back []Observation
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if string(again) != string(data) {
+		t.Errorf("read back and written again\n%s\nwant\n%s", again, data)
 	}
 }

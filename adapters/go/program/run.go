@@ -69,7 +69,7 @@ func NewSession(steps []Step) *Session {
 		if step.Op == "pow" {
 			p.value = step.Exponent
 		}
-		for slot, id := range step.Args {
+		for slot, id := range step.Operands {
 			p.refs[slot] = resolve(id)
 		}
 		if p.creates = step.Creates(); !p.creates {
@@ -84,7 +84,7 @@ func NewSession(steps []Step) *Session {
 		case "detach":
 			p.kind = kindDetach
 		default:
-			if op, ok := autograd.LookupOp(step.Op); ok && len(step.Args) == op.Arity() {
+			if op, ok := autograd.LookupOp(step.Op); ok && len(step.Operands) == op.Arity() {
 				p.op, p.arity, p.kind = op, uint8(op.Arity()), kindApply
 				p.refs[1] = p.refs[op.Arity()-1] // a unary op's slot 1 repeats slot 0
 			}
@@ -204,7 +204,7 @@ func (s *Session) createLeaf(index int) (autograd.Node, error) {
 	case kindConstant:
 		return s.Graph.Literal(p.value)
 	case kindDetach:
-		a, err := s.node(p.refs[0], s.steps[index].Args[0], index)
+		a, err := s.node(p.refs[0], s.steps[index].Operands[0], index)
 		if err != nil {
 			return autograd.Node{}, err
 		}
@@ -216,7 +216,7 @@ func (s *Session) createLeaf(index int) (autograd.Node, error) {
 // missing returns the *Error of operation step number index, naming its
 // first operand that was never created.
 func (s *Session) missing(index int) error {
-	for slot, id := range s.steps[index].Args {
+	for slot, id := range s.steps[index].Operands {
 		if _, err := s.node(s.plan[index].refs[slot], id, index); err != nil {
 			return err
 		}
@@ -307,7 +307,8 @@ func asEngineError(err error) autograd.Error {
 	return nil
 }
 
-// errorInfo turns an engine error into wire data, nodes named by program id.
+// errorInfo turns an engine error into wire data, nodes named by program id,
+// the fields of each kind in protocol 2's order.
 func (s *Session) errorInfo(err autograd.Error) *ErrorInfo {
 	info := &ErrorInfo{Kind: err.Kind()}
 	add := func(name string, value any) { info.Fields = append(info.Fields, Field{name, value}) }
@@ -320,16 +321,16 @@ func (s *Session) errorInfo(err autograd.Error) *ErrorInfo {
 		add("value", e.Value)
 	case *autograd.NonFiniteLocalDerivativeError:
 		add("operation", e.Operation)
-		add("operand", e.Slot)
+		add("slot", e.Slot)
 		add("value", e.Value)
 	case *autograd.UntrackedOutputError:
 		add("operation", e.Operation)
 	case *autograd.NonFiniteSeedError:
 		add("seed", e.Seed)
 	case *autograd.NonFiniteContributionError:
-		add("child", s.Name(e.Consumer))
-		add("parent", s.Name(e.Operand))
-		add("operand", e.Slot)
+		add("consumer", s.Name(e.Consumer))
+		add("slot", e.Slot)
+		add("operand", s.Name(e.Operand))
 		add("upstream", e.Upstream)
 		add("local_derivative", e.LocalDerivative)
 	case *autograd.NonFinitePassAdjointError:
@@ -358,9 +359,9 @@ func (s *Session) passToWire(r *autograd.PassRecord) *Pass {
 	}
 	for i, e := range r.Edges {
 		p.Edges[i] = PassEdge{
-			Child: s.Name(s.Graph.At(int(e.Consumer))), Parent: s.Name(s.Graph.At(int(e.Operand))), Operand: e.Slot,
+			Consumer: s.Name(s.Graph.At(int(e.Consumer))), Slot: e.Slot, Operand: s.Name(s.Graph.At(int(e.Operand))),
 			LocalDerivative: wire.Float(e.LocalDerivative), Upstream: wire.Float(e.Upstream),
-			Contribution: wire.Float(e.Contribution), ParentTracked: e.OperandTracked,
+			Contribution: wire.Float(e.Contribution), OperandTracked: e.OperandTracked,
 		}
 		if e.OperandTracked {
 			p.Edges[i].Before = floatPtr(e.Before)

@@ -1,6 +1,11 @@
 // Command adapter puts the autograd engine behind the conformance kit's
-// JSON-lines protocol, version 1 (docs/protocol.md): it reads requests on
+// JSON-lines protocol, version 2 (docs/protocol.md): it reads requests on
 // stdin, answers each on one stdout line and flushes, and logs to stderr.
+//
+// Protocol 2 names edges by consumer, slot and operand: a program step lists
+// its operand ids in "operands", a pass record edge is (consumer, slot) ->
+// operand with operand_tracked, and the errors non-finite-local-derivative
+// and non-finite-contribution carry a slot.
 //
 // Every run starts from a fresh graph. A program the adapter cannot run, or a
 // panic while running it, becomes a {"type":"error"} reply for that case; the
@@ -20,8 +25,10 @@ import (
 	"scalarkit/program"
 )
 
-// protocolVersion is the protocol this adapter speaks.
-const protocolVersion = 1
+// protocolVersion is the protocol this adapter speaks. A hello asking for
+// another version, protocol 1 included, gets this number back, and the harness
+// then reports the wrong version and runs nothing.
+const protocolVersion = 2
 
 // levels are the conformance levels the adapter declares (docs/contract.md
 // section 9).

@@ -13,17 +13,21 @@ func TestServeAnswersEachRequestOnOneLine(t *testing.T) {
 	cases := []struct {
 		name, request, want string
 	}{
-		{"hello", `{"type":"hello","protocol":1}`, `"engine":{"name":"go-autograd","version":"0.1.0","language":"go"}`},
-		{"run", `{"type":"run","case":"c","program":[{"id":"x","op":"variable","value":3.0},{"id":"y","op":"mul","args":["x","x"]},{"op":"backward","output":"y"}]}`,
+		{"hello", `{"type":"hello","protocol":2}`, `"engine":{"name":"go-autograd","version":"0.1.0","language":"go"}`},
+		{"run", `{"type":"run","case":"c","program":[{"id":"x","op":"variable","value":3.0},{"id":"y","op":"mul","operands":["x","x"]},{"op":"backward","output":"y"}]}`,
 			`{"type":"result","case":"c","observations":[{"value":3.0,"tracked":true},{"value":9.0,"tracked":true},{"gradients":{"x":6.0,"y":1.0},"pass":`},
+		{"protocol 2 edges", `{"type":"run","case":"e","program":[{"id":"x","op":"variable","value":3.0},{"id":"y","op":"mul","operands":["x","x"]},{"op":"backward","output":"y"}]}`,
+			`"edges":[{"consumer":"y","slot":0,"operand":"x","local_derivative":3.0,"upstream":1.0,"contribution":3.0,"operand_tracked":true,"before":0.0,"after":3.0},`},
 		{"negative zero", `{"type":"run","case":"z","program":[{"id":"x","op":"constant","value":-0}]}`,
 			`{"type":"result","case":"z","observations":[{"value":-0.0,"tracked":false}]}`},
-		{"broken program", `{"type":"run","case":"b","program":[{"id":"y","op":"neg","args":["x"]}]}`, `{"type":"error","case":"b","message":`},
+		{"broken program", `{"type":"run","case":"b","program":[{"id":"y","op":"neg","operands":["x"]}]}`, `{"type":"error","case":"b","message":`},
+		{"protocol 1's args", `{"type":"run","case":"a","program":[{"id":"x","op":"variable","value":3.0},{"id":"y","op":"neg","args":["x"]}]}`,
+			`{"type":"error","case":"a","message":"case a: step 1 (neg): field 'args' is protocol 1's name; protocol 2 lists an operation's ids in 'operands'"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, log bytes.Buffer
-			status := serve(strings.NewReader(tc.request+"\n"+`{"type":"shutdown"}`+"\n"+`{"type":"hello","protocol":1}`+"\n"), &out, &log)
+			status := serve(strings.NewReader(tc.request+"\n"+`{"type":"shutdown"}`+"\n"+`{"type":"hello","protocol":2}`+"\n"), &out, &log)
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 			if status != 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
 				t.Errorf("status %d, replies %q; want one line containing %s", status, out.String(), tc.want)
@@ -42,7 +46,7 @@ func TestServeSkipsGarbageAndUnknownRequestsWithoutReplying(t *testing.T) {
 
 func TestHelloDeclaresEveryOpTableRowAndDetachAndNothingElse(t *testing.T) {
 	var out, log bytes.Buffer
-	serve(strings.NewReader(`{"type":"hello","protocol":1}`+"\n"), &out, &log)
+	serve(strings.NewReader(`{"type":"hello","protocol":2}`+"\n"), &out, &log)
 	var reply struct{ Ops []string }
 	if err := json.Unmarshal(out.Bytes(), &reply); err != nil {
 		t.Fatalf("hello reply %q: %v", out.String(), err)
@@ -60,6 +64,22 @@ func TestHelloDeclaresEveryOpTableRowAndDetachAndNothingElse(t *testing.T) {
 	for _, name := range reply.Ops {
 		if _, ok := autograd.LookupOp(name); !ok && name != "detach" {
 			t.Errorf("hello declares %q, which is no row of the op table", name)
+		}
+	}
+}
+
+func TestHelloAnswersProtocol2WhateverVersionItIsAskedFor(t *testing.T) {
+	// A harness of protocol 1 (or any other) gets 2 back and refuses the
+	// adapter; the adapter never pretends to speak another version.
+	for _, asked := range []string{"1", "2", "3"} {
+		var out, log bytes.Buffer
+		serve(strings.NewReader(`{"type":"hello","protocol":`+asked+`}`+"\n"), &out, &log)
+		var reply struct {
+			Type     string
+			Protocol int
+		}
+		if err := json.Unmarshal(out.Bytes(), &reply); err != nil || reply.Type != "hello" || reply.Protocol != 2 {
+			t.Errorf("hello asking for protocol %s: reply %q, want a hello with protocol 2", asked, out.String())
 		}
 	}
 }

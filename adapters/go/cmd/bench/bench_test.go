@@ -14,7 +14,7 @@ func chain(n int) []program.Step {
 	prev := "x"
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i)
-		steps = append(steps, program.Step{Op: "mul", ID: id, Args: []string{prev, "one"}})
+		steps = append(steps, program.Step{Op: "mul", ID: id, Operands: []string{prev, "one"}})
 		prev = id
 	}
 	return append(steps, program.Step{Op: "backward", Output: prev, Seed: 1}, program.Step{Op: "zero_grad", Output: prev})

@@ -79,7 +79,8 @@ func read(path string) ([]step, error) {
 		ID       string          `json:"id"`
 		Op       string          `json:"op"`
 		Value    json.RawMessage `json:"value"`
-		Args     []string        `json:"args"`
+		Operands []string        `json:"operands"`
+		Args     json.RawMessage `json:"args"` // protocol 1's name for operands: refused
 		Exponent json.RawMessage `json:"exponent"`
 		Output   string          `json:"output"`
 		Seed     json.RawMessage `json:"seed"`
@@ -94,7 +95,10 @@ func read(path string) ([]step, error) {
 		if s.op = opcodes[r.Op]; s.op == opNone {
 			return nil, fmt.Errorf("step %d: unknown op %q", i, r.Op)
 		}
-		names := r.Args
+		if r.Args != nil {
+			return nil, fmt.Errorf("step %d: field 'args' is protocol 1's name; a step lists its ids in 'operands'", i)
+		}
+		names := r.Operands
 		if r.ID == "" {
 			names = []string{r.Output}
 		}

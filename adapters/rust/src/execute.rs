@@ -287,25 +287,25 @@ pub fn error_to_json(error: &Error, names: &Names, program: &Program) -> Json {
         }
         Error::NonFiniteLocalDerivative {
             operation: op,
-            operand,
+            slot,
             value,
         } => fields.extend([
             ("operation", operation(op)),
-            ("operand", Json::Int(*operand as u64)),
+            ("operand", Json::Int(*slot as u64)),
             ("value", Json::Float(*value)),
         ]),
         Error::UntrackedOutput { operation: op } => fields.push(("operation", operation(op))),
         Error::NonFiniteSeed { seed } => fields.push(("seed", Json::Float(*seed))),
         Error::NonFiniteContribution {
-            child,
-            parent,
+            consumer,
+            slot,
             operand,
             upstream,
             local_derivative,
         } => fields.extend([
-            ("child", id(child)),
-            ("parent", id(parent)),
-            ("operand", Json::Int(*operand as u64)),
+            ("child", id(consumer)),
+            ("parent", id(operand)),
+            ("operand", Json::Int(*slot as u64)),
             ("upstream", Json::Float(*upstream)),
             ("local_derivative", Json::Float(*local_derivative)),
         ]),
@@ -353,13 +353,13 @@ pub fn pass_to_json(record: &PassRecord, names: &Names, program: &Program) -> Js
         .iter()
         .map(|e| {
             Json::object([
-                ("child", id(&e.child)),
-                ("parent", id(&e.parent)),
-                ("operand", Json::Int(e.operand as u64)),
+                ("child", id(&e.consumer)),
+                ("parent", id(&e.operand)),
+                ("operand", Json::Int(e.slot as u64)),
                 ("local_derivative", Json::Float(e.local_derivative)),
                 ("upstream", Json::Float(e.upstream)),
                 ("contribution", Json::Float(e.contribution)),
-                ("parent_tracked", Json::Bool(e.parent_tracked)),
+                ("parent_tracked", Json::Bool(e.operand_tracked)),
                 ("before", Json::optional_float(e.before)),
                 ("after", Json::optional_float(e.after)),
             ])

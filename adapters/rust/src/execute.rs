@@ -37,14 +37,17 @@ pub enum Outcome {
     ZeroGrad,
 }
 
-/// The engine state of one running program: one tape, and the node of every
-/// creation index. Every run starts from a new graph.
+/// One program's run on the engine: ids and their nodes.
+///
+/// It holds one tape and the node of every creation index (the program's ids
+/// by position, `Program::ids`). Every run starts a new session, on a new
+/// tape. (The Go port's `program.Session` is the same thing.)
 ///
 /// Each successful creation pushes one node, so until a creation fails the
 /// creation index *is* the node id and no map is kept; the first failure
 /// starts the map (`nodes`, with `NO_NODE` where the creating step failed).
 #[derive(Debug, Default)]
-pub struct Graph {
+pub struct Session {
     tape: Tape,
     /// Creation steps run so far.
     created: usize,
@@ -57,17 +60,17 @@ pub struct Graph {
 /// holds fewer than `u32::MAX` nodes), and 4 bytes where `Option` takes 8.
 const NO_NODE: u32 = u32::MAX;
 
-impl Graph {
-    /// An empty graph.
-    pub fn new() -> Graph {
-        Graph::default()
+impl Session {
+    /// A session on an empty tape.
+    pub fn new() -> Session {
+        Session::default()
     }
 
-    /// An empty graph whose tape has room for `nodes` nodes.
-    pub fn with_capacity(nodes: usize) -> Graph {
-        Graph {
+    /// A session on an empty tape with room for `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Session {
+        Session {
             tape: Tape::with_capacity(nodes),
-            ..Graph::default()
+            ..Session::default()
         }
     }
 
@@ -202,24 +205,24 @@ impl Names {
     }
 }
 
-/// Execute `program` on a fresh graph and return one observation per step.
+/// Execute `program` in a new session and return one observation per step.
 ///
 /// `record_pass` adds the pass record to each successful backward's observation
 /// (for an adapter that declares `trace` or `order`); without it backward takes
 /// the fast path and builds none. Fails when a step names a node whose
 /// creating step failed.
 pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, ProgramError> {
-    let mut graph = Graph::new();
+    let mut session = Session::new();
     let mut names = Names::default();
     // Tracked nodes in creation order, for the gradients map.
     let mut tracked: Vec<(usize, NodeId)> = Vec::new();
     let mut observations = Vec::with_capacity(program.steps.len());
     for step_index in 0..program.steps.len() {
-        let observation = match graph.execute(program, step_index, record_pass)? {
+        let observation = match session.execute(program, step_index, record_pass)? {
             Outcome::Created(node) => {
                 // This step's creation index: the creation steps before it.
-                let index = graph.created - 1;
-                let tape = graph.tape.0.borrow();
+                let index = session.created - 1;
+                let tape = session.tape.0.borrow();
                 let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
                     ("value", Json::Float(tape.values[node.index()])),
@@ -235,7 +238,7 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                 Json::object([("error", error_to_json(&error, &names, program))])
             }
             Outcome::Backward(record) => {
-                let mut fields = vec![("gradients", gradients(&graph, &tracked, program))];
+                let mut fields = vec![("gradients", gradients(&session, &tracked, program))];
                 if let Some(record) = record {
                     fields.push(("pass", pass_to_json(&record, &names, program)));
                 }
@@ -243,10 +246,10 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
             }
             Outcome::BackwardFailed(error) => Json::object([
                 ("error", error_to_json(&error, &names, program)),
-                ("gradients", gradients(&graph, &tracked, program)),
+                ("gradients", gradients(&session, &tracked, program)),
             ]),
             Outcome::ZeroGrad => {
-                Json::object([("gradients", gradients(&graph, &tracked, program))])
+                Json::object([("gradients", gradients(&session, &tracked, program))])
             }
         };
         observations.push(observation);
@@ -254,8 +257,8 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
     Ok(observations)
 }
 
-fn gradients(graph: &Graph, tracked: &[(usize, NodeId)], program: &Program) -> Json {
-    let tape = graph.tape.0.borrow();
+fn gradients(session: &Session, tracked: &[(usize, NodeId)], program: &Program) -> Json {
+    let tape = session.tape.0.borrow();
     Json::Object(
         tracked
             .iter()

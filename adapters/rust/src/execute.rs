@@ -127,18 +127,22 @@ impl Session {
                     Creation::Constant(value) => {
                         self.tape.0.borrow_mut().leaf(*value, Operation::Constant)
                     }
-                    Creation::Detach(arg) => {
-                        let arg = self.lookup(program, *arg, step_index)?;
-                        Ok(self.tape.0.borrow_mut().detach(arg))
+                    Creation::Detach(operand) => {
+                        let operand = self.lookup(program, *operand, step_index)?;
+                        Ok(self.tape.0.borrow_mut().detach(operand))
                     }
-                    Creation::Apply { op, args, exponent } => {
+                    Creation::Apply {
+                        op,
+                        operands,
+                        exponent,
+                    } => {
                         // At most two operands: no allocation per step.
-                        let first = self.lookup(program, args[0], step_index)?;
+                        let first = self.lookup(program, operands[0], step_index)?;
                         let row = op.op();
                         let exponent = row.takes_exponent.then_some(*exponent);
                         let mut tape = self.tape.0.borrow_mut();
                         if row.arity == 2 {
-                            let second = self.lookup(program, args[1], step_index)?;
+                            let second = self.lookup(program, operands[1], step_index)?;
                             tape.apply(*op, &[first, second], exponent)
                         } else {
                             tape.apply(*op, &[first], exponent)
@@ -294,7 +298,7 @@ pub fn error_to_json(error: &Error, names: &Names, program: &Program) -> Json {
             value,
         } => fields.extend([
             ("operation", operation(op)),
-            ("operand", Json::Int(*slot as u64)),
+            ("slot", Json::Int(*slot as u64)),
             ("value", Json::Float(*value)),
         ]),
         Error::UntrackedOutput { operation: op } => fields.push(("operation", operation(op))),
@@ -306,9 +310,9 @@ pub fn error_to_json(error: &Error, names: &Names, program: &Program) -> Json {
             upstream,
             local_derivative,
         } => fields.extend([
-            ("child", id(consumer)),
-            ("parent", id(operand)),
-            ("operand", Json::Int(*slot as u64)),
+            ("consumer", id(consumer)),
+            ("slot", Json::Int(*slot as u64)),
+            ("operand", id(operand)),
             ("upstream", Json::Float(*upstream)),
             ("local_derivative", Json::Float(*local_derivative)),
         ]),
@@ -356,13 +360,13 @@ pub fn pass_to_json(record: &PassRecord, names: &Names, program: &Program) -> Js
         .iter()
         .map(|e| {
             Json::object([
-                ("child", id(&e.consumer)),
-                ("parent", id(&e.operand)),
-                ("operand", Json::Int(e.slot as u64)),
+                ("consumer", id(&e.consumer)),
+                ("slot", Json::Int(e.slot as u64)),
+                ("operand", id(&e.operand)),
                 ("local_derivative", Json::Float(e.local_derivative)),
                 ("upstream", Json::Float(e.upstream)),
                 ("contribution", Json::Float(e.contribution)),
-                ("parent_tracked", Json::Bool(e.operand_tracked)),
+                ("operand_tracked", Json::Bool(e.operand_tracked)),
                 ("before", Json::optional_float(e.before)),
                 ("after", Json::optional_float(e.after)),
             ])
@@ -390,7 +394,7 @@ mod tests {
     #[test]
     fn the_reused_square_program_observes_every_step() {
         let out = run(
-            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","args":["x","x"]},
+            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","operands":["x","x"]},
             {"op":"backward","output":"s"},{"op":"zero_grad","output":"s"}]"#,
         )
         .unwrap();
@@ -405,9 +409,10 @@ mod tests {
             out,
             r#"[{"error":{"kind":"non-finite-leaf","operation":"variable","value":"inf"}}]"#
         );
-        let error =
-            run(r#"[{"id":"x","op":"variable","value":"inf"},{"id":"y","op":"neg","args":["x"]}]"#)
-                .unwrap_err();
+        let error = run(
+            r#"[{"id":"x","op":"variable","value":"inf"},{"id":"y","op":"neg","operands":["x"]}]"#,
+        )
+        .unwrap_err();
         assert_eq!(
             error.0,
             "step 1: id \"x\" was never created (its creating step failed)"
@@ -418,7 +423,7 @@ mod tests {
     fn nodes_created_after_a_failed_creation_keep_their_ids() {
         let out = run(
             r#"[{"id":"x","op":"variable","value":2},{"id":"bad","op":"variable","value":"nan"},
-            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","args":["x","c"]},
+            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","operands":["x","c"]},
             {"op":"backward","output":"y"}]"#,
         )
         .unwrap();
@@ -433,8 +438,59 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(r#"{"child":"y","parent":"c","operand":1,"#),
+            out.contains(r#"{"consumer":"y","slot":1,"operand":"c","#),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn edges_are_written_consumer_slot_operand_first_in_protocol_2() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","operands":["x","x"]},
+            {"op":"backward","output":"s"}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                r#""edges":[{"consumer":"s","slot":0,"operand":"x","local_derivative":2.0,"upstream":1.0,"contribution":2.0,"operand_tracked":true,"before":0.0,"after":2.0},"#
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_edge_errors_are_written_with_protocol_2_fields_in_order() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":5e-324},{"id":"y","op":"log","operands":["x"]}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.ends_with(
+                r#"{"error":{"kind":"non-finite-local-derivative","operation":"log","slot":0,"value":"inf"}}]"#
+            ),
+            "{out}"
+        );
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":1e300},{"id":"c","op":"constant","value":1},
+            {"id":"z","op":"mul","operands":["c","x"]},{"op":"backward","output":"z","seed":1e10}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.ends_with(
+                r#"{"error":{"kind":"non-finite-contribution","consumer":"z","slot":0,"operand":"c","upstream":10000000000.0,"local_derivative":1e+300},"gradients":{"x":0.0,"z":0.0}}]"#
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_step_with_protocol_1_args_is_a_program_error_naming_the_step_and_field() {
+        let error =
+            run(r#"[{"id":"x","op":"variable","value":2},{"id":"y","op":"mul","args":["x","x"]}]"#)
+                .unwrap_err();
+        assert_eq!(
+            error.0,
+            "test: step 1 (mul): field \"args\" is protocol 1's name; protocol 2 calls a step's operand ids \"operands\""
         );
     }
 
@@ -443,11 +499,11 @@ mod tests {
         for text in [
             r#"{"id":"x"}"#,
             r#"[{"id":"x","op":"variable","value":1},{"id":"x","op":"variable","value":1}]"#,
-            r#"[{"id":"x","op":"sqrt","args":[]}]"#,
+            r#"[{"id":"x","op":"sqrt","operands":[]}]"#,
             r#"[{"id":"x","op":"variable","value":true}]"#,
             r#"[{"id":"x","op":"variable","value":1,"seed":2}]"#,
-            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":"inf"}]"#,
-            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","args":["x"]}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","operands":["x"],"exponent":"inf"}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","operands":["x"]}]"#,
             r#"[{"op":"backward","output":"nobody"}]"#,
             r#"[{"id":"","op":"variable","value":1}]"#,
         ] {

@@ -43,7 +43,9 @@ fn strings(items: &[&str]) -> Json {
     )
 }
 
-/// The declared ops: the engine's op table in the contract's order, then detach
+/// The declared ops: every row of the engine's op table (`ops::OPS`) in the
+/// contract's order, then detach, a step that is not a row (it makes a leaf
+/// and no edge). Derived, not listed, so a row added to the table is declared
 /// (the same derivation as the Go adapter's declaredOps).
 fn declared_ops() -> Vec<&'static str> {
     OPS.iter().map(|op| op.name).chain(["detach"]).collect()
@@ -197,6 +199,27 @@ mod tests {
     fn reply(line: &str) -> Value {
         let reply = answer(line).expect("a reply");
         parse(&reply.to_string()).expect("JSON")
+    }
+
+    #[test]
+    fn hello_declares_every_op_table_row_once_then_detach_and_nothing_else() {
+        let hello = reply(r#"{"type": "hello", "protocol": 2}"#);
+        let declared: Vec<&str> = hello["ops"]
+            .as_array()
+            .expect("a list of ops")
+            .iter()
+            .map(|op| op.as_str().expect("an op name"))
+            .collect();
+        for row in &OPS {
+            let times = declared.iter().filter(|&&name| name == row.name).count();
+            assert_eq!(times, 1, "op-table row {} declared {times} times", row.name);
+        }
+        let others: Vec<&&str> = declared
+            .iter()
+            .filter(|&&name| OPS.iter().all(|row| row.name != name))
+            .collect();
+        assert_eq!(others, [&"detach"], "declared beyond the op table");
+        assert_eq!(declared.len(), OPS.len() + 1);
     }
 
     #[test]

@@ -44,7 +44,7 @@ def chain_program(n: int) -> Program:
     steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 0.5}, {"id": "k", "op": "constant", "value": 0.999}]
     previous = "x"
     for i in range(n):
-        steps.append({"id": f"n{i}", "op": "add" if i % 2 == 0 else "mul", "args": [previous, "x" if i % 2 == 0 else "k"]})
+        steps.append({"id": f"n{i}", "op": "add" if i % 2 == 0 else "mul", "operands": [previous, "x" if i % 2 == 0 else "k"]})
         previous = f"n{i}"
     steps.append({"op": "backward", "output": previous})
     return parse_program(steps, f"chain-{n}")
@@ -80,18 +80,18 @@ def mlp_program(sizes: tuple[int, ...] = (16, 32, 32, 1), samples: int = 8) -> P
                 total = biases[layer][j]
                 for i, w in enumerate(row):
                     product = f"p{s}_{layer}_{j}_{i}"
-                    steps.append({"id": product, "op": "mul", "args": [w, activations[i]]})
-                    steps.append({"id": f"a{s}_{layer}_{j}_{i}", "op": "add", "args": [total, product]})
+                    steps.append({"id": product, "op": "mul", "operands": [w, activations[i]]})
+                    steps.append({"id": f"a{s}_{layer}_{j}_{i}", "op": "add", "operands": [total, product]})
                     total = f"a{s}_{layer}_{j}_{i}"
                 if not last:
-                    steps.append({"id": f"h{s}_{layer}_{j}", "op": "relu", "args": [total]})
+                    steps.append({"id": f"h{s}_{layer}_{j}", "op": "relu", "operands": [total]})
                     total = f"h{s}_{layer}_{j}"
                 nxt.append(total)
             activations = nxt
         outputs.append(activations[0])
     loss = outputs[0]
     for k, out in enumerate(outputs[1:]):
-        steps.append({"id": f"loss{k}", "op": "add", "args": [loss, out]})
+        steps.append({"id": f"loss{k}", "op": "add", "operands": [loss, out]})
         loss = f"loss{k}"
     steps.append({"op": "backward", "output": loss})
     return parse_program(steps, "mlp")
@@ -124,7 +124,7 @@ def time_reference(program: Program, collector: bool = True) -> dict[str, float]
         elif step.op == "constant":
             nodes[step.id] = reference.constant(step.value)  # type: ignore[index,arg-type]
         elif step.id is not None:
-            nodes[step.id] = reference.apply(step.op, tuple(nodes[a] for a in step.args), step.exponent)
+            nodes[step.id] = reference.apply(step.op, tuple(nodes[a] for a in step.operands), step.exponent)
     middle = time.perf_counter()
     for step in program:
         if step.op == "backward":
@@ -148,7 +148,7 @@ def time_micrograd(program: Program) -> dict[str, float] | None:
         if step.op in ("variable", "constant"):
             nodes[step.id] = Value(step.value)  # type: ignore[index]
         elif step.id is not None:
-            nodes[step.id] = ops[step.op](*(nodes[a] for a in step.args))
+            nodes[step.id] = ops[step.op](*(nodes[a] for a in step.operands))
     middle = time.perf_counter()
     for step in program:
         if step.op == "backward":

@@ -237,10 +237,10 @@ class _Replay:
                 return
             self._add(step.id, _Node(Quantity.point(step.value), (), (), step.op == "variable", None))
         elif step.op == "detach":
-            source = self.nodes[step.args[0]]
+            source = self.nodes[step.operands[0]]
             self._add(step.id, _Node(source.value, (), (), False, None))
         else:
-            operands = [self.nodes[name] for name in step.args]
+            operands = [self.nodes[name] for name in step.operands]
             rule = OPS[step.op].rule
             values = [n.value.v for n in operands]
             v, locals_ = rule(values[0], step.exponent) if step.op == "pow" else rule(*values)
@@ -248,7 +248,7 @@ class _Replay:
                 return  # the creation fails; its error carries no finite float
             value, derivatives = self._op(step.op, [n.value for n in operands], step.exponent, v, locals_)
             tracked = any(n.tracked for n in operands)
-            self._add(step.id, _Node(value, tuple(step.args), derivatives, tracked, None))
+            self._add(step.id, _Node(value, tuple(step.operands), derivatives, tracked, None))
         bounds["value"] = self._entry(self.nodes[step.id].value)
 
     def _add(self, name: str, node: _Node) -> None:
@@ -258,18 +258,18 @@ class _Replay:
         self.order.append(name)
 
     def _op(
-        self, op: str, args: list[Quantity], c: Optional[float], v: float, d: tuple[float, ...]
+        self, op: str, operands: list[Quantity], c: Optional[float], v: float, d: tuple[float, ...]
     ) -> tuple[Quantity, tuple[Quantity, ...]]:
         """The value and local derivatives of one operation, as intervals around the contract's ``v`` and ``d``."""
         iv = self.iv
         one, minus_one = Quantity.point(1.0), Quantity.point(-1.0)
-        a = args[0]
+        a = operands[0]
         if op == "add":
-            return iv.add(a, args[1], v), (one, one)
+            return iv.add(a, operands[1], v), (one, one)
         if op == "sub":
-            return iv.sub(a, args[1], v), (one, minus_one)
+            return iv.sub(a, operands[1], v), (one, minus_one)
         if op == "mul":
-            return iv.mul(a, args[1], v), (args[1], a)
+            return iv.mul(a, operands[1], v), (operands[1], a)
         if op == "neg":
             return Quantity(v, -a.hi, -a.lo), (minus_one,)
         if op == "relu":
@@ -277,8 +277,8 @@ class _Replay:
             slope = Quantity(d[0], 0.0 if a.lo <= 0.0 else 1.0, 1.0 if a.hi > 0.0 else 0.0)
             return value, (slope,)
         if op == "div":
-            r = iv.div(a, args[1], v)
-            return r, (iv.div(one, args[1], d[0]), self._negated(iv.div(r, args[1], -d[1])))
+            r = iv.div(a, operands[1], v)
+            return r, (iv.div(one, operands[1], d[0]), self._negated(iv.div(r, operands[1], -d[1])))
         if op == "exp":
             r = iv.libm(v, [cr_exp(a.lo), cr_exp(a.hi)], low=0.0)
             return r, (Quantity(d[0], r.lo, r.hi),)
@@ -343,12 +343,12 @@ class _Replay:
         parts: dict[str, list[Quantity]] = {name: [] for name in adjoint}
         iv = self.iv
         position = 0
-        for child in reversed(topo):
-            node = self.nodes[child]
+        for consumer in reversed(topo):
+            node = self.nodes[consumer]
             if node.tracked:
-                adjoint[child] = self._any_order(adjoint[child], parts[child])
-            upstream = adjoint[child] if node.tracked else zero
-            for slot, parent in enumerate(node.operands):
+                adjoint[consumer] = self._any_order(adjoint[consumer], parts[consumer])
+            upstream = adjoint[consumer] if node.tracked else zero
+            for slot, operand in enumerate(node.operands):
                 local = node.locals[slot]
                 c = upstream.v * local.v
                 contribution = iv.mul(upstream, local, c)
@@ -356,20 +356,20 @@ class _Replay:
                     bounds["error.upstream"] = self._entry(upstream)
                     bounds["error.local_derivative"] = self._entry(local)
                     return
-                where = f"pass.edges[{child}:{slot}]"
+                where = f"pass.edges[{consumer}:{slot}]"
                 bounds[f"{where}.local_derivative"] = self._entry(local)
                 bounds[f"{where}.upstream"] = self._entry(upstream)
                 bounds[f"{where}.contribution"] = self._entry(contribution)
-                if self.nodes[parent].tracked:
+                if self.nodes[operand].tracked:
                     summand = contribution.widened(1)  # the exact product, if the sum is fused
-                    before = adjoint[parent]
+                    before = adjoint[operand]
                     after = iv.add(before, summand, before.v + c)
                     if not math.isfinite(after.v):
                         bounds["error.previous"] = self._entry(before)
                         bounds["error.contribution"] = self._entry(contribution)
                         return
-                    adjoint[parent] = after
-                    parts[parent].append(summand)
+                    adjoint[operand] = after
+                    parts[operand].append(summand)
                     bounds[f"pass.edges[{position}].before"] = self._entry(before)
                     bounds[f"pass.edges[{position}].after"] = self._entry(after)
                 position += 1

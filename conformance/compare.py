@@ -291,17 +291,23 @@ def _trace(
         out.add(index, f"{path}.nodes[{name}]", _MISSING, nodes[name], note="a node the pass should not reach")
     if not with_edges:
         return
-    edges = {(e.get("child"), e.get("operand")): e for e in record["edges"]}
+    edges = {(e.get("consumer"), e.get("slot")): e for e in record["edges"]}
     for edge in want["edges"]:
-        key = (edge["child"], edge["operand"])
+        key = (edge["consumer"], edge["slot"])
         got = edges.pop(key, None)
-        where = f"{path}.edges[{edge['child']}:{edge['operand']}]"
+        where = f"{path}.edges[{edge['consumer']}:{edge['slot']}]"
         if got is None:
             out.add(index, where, edge, _MISSING, note="operand edge missing (merged or skipped?)")
             continue
-        out.record(index, where, edge, got, ["parent", "local_derivative", "upstream", "contribution", "parent_tracked"])
-    for child, slot in edges:
-        out.add(index, f"{path}.edges[{child}:{slot}]", _MISSING, edges[(child, slot)], note="an edge the contract does not have")
+        out.record(index, where, edge, got, ["operand", "local_derivative", "upstream", "contribution", "operand_tracked"])
+    for consumer, slot in edges:
+        out.add(
+            index,
+            f"{path}.edges[{consumer}:{slot}]",
+            _MISSING,
+            edges[(consumer, slot)],
+            note="an edge the contract does not have",
+        )
 
 
 def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
@@ -322,7 +328,7 @@ def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], act
         )
         return
     for position, (edge, got) in enumerate(zip(expected["pass"]["edges"], record["edges"])):
-        out.record(index, f"{path}.edges[{position}]", edge, got, ["child", "operand", "parent", "before", "after"])
+        out.record(index, f"{path}.edges[{position}]", edge, got, ["consumer", "slot", "operand", "before", "after"])
         if out.found:
             return
     if len(record["edges"]) != len(expected["pass"]["edges"]):

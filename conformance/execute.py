@@ -66,7 +66,7 @@ def _create(step: Any, nodes: dict[str, Node], index: int) -> Node:
         return reference.variable(step.value)
     if step.op == "constant":
         return reference.constant(step.value)
-    operands = tuple(_lookup(nodes, name, index) for name in step.args)
+    operands = tuple(_lookup(nodes, name, index) for name in step.operands)
     if step.op == "detach":
         return operands[0].detach()
     return reference.apply(step.op, operands, step.exponent)
@@ -108,13 +108,13 @@ def pass_to_json(record: PassRecord, names: dict[Node, str]) -> dict[str, Any]:
         ],
         "edges": [
             {
-                "child": names[e.child],
-                "parent": names[e.parent],
-                "operand": e.operand,
+                "consumer": names[e.consumer],
+                "slot": e.slot,
+                "operand": names[e.operand],
                 "local_derivative": e.local_derivative,
                 "upstream": e.upstream,
                 "contribution": e.contribution,
-                "parent_tracked": e.parent_tracked,
+                "operand_tracked": e.operand_tracked,
                 "before": e.before,
                 "after": e.after,
             }

@@ -23,7 +23,7 @@ import jsonschema_rs
 from .program import Program, ProgramError, parse_program
 from .wire import WireError, decode_float, load_json_file, to_json_ready, ulp_distance
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 LEVELS = ("values", "gradients", "errors", "trace", "order")
 SCHEMA_NAME = "fixture.schema.json"
 #: The folder under fixtures/ that holds model-level records (docs/fixtures.md), not cases.
@@ -165,10 +165,31 @@ def validate_data(data: Any, source: str, schema: Optional[Path] = None) -> None
     raise FixtureBug(f"{source}: at {location}: {error.message}")
 
 
+#: What changed since each older fixture format, for the message a file in it gets.
+FORMAT_CHANGES = {
+    2: (
+        "format 3 uses protocol 2's vocabulary: steps name their 'operands' (was 'args'), pass-record edges are "
+        "{consumer, slot, operand, ..., operand_tracked} (were child, operand (the slot), parent, parent_tracked), "
+        "and error fields 'slot', 'consumer', 'operand' replace 'operand', 'child', 'parent'; fixtures are generated, "
+        "so take them from this kit's release (or `conformance regen`) rather than converting them"
+    ),
+}
+
+
+def _check_format(data: Any, source: str) -> None:
+    found = data.get("format") if isinstance(data, dict) else None
+    if found == FORMAT_VERSION or found is None:
+        return  # the schema names what is missing
+    changes = FORMAT_CHANGES.get(found) if isinstance(found, int) and not isinstance(found, bool) else None
+    text = f"{source}: fixture format {found!r}, but this kit reads format {FORMAT_VERSION}"
+    raise FixtureBug(f"{text}: {changes}" if changes else text)
+
+
 def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
     """Read, validate and parse one fixture file; raise FixtureBug on any defect."""
     source = str(path)
     data = load_json_file(path, FixtureBug, source)
+    _check_format(data, source)
     validate_data(data, source, schema_path(root))
     try:
         relative = path.resolve().relative_to(root.resolve()).with_suffix("").as_posix()

@@ -211,7 +211,7 @@ def minimize(
         for index in reversed(range(len(current.program))):
             step = current.program[index]
             rest = current.program[:index] + current.program[index + 1 :]
-            if step.id is not None and any(step.id in (*later.args, later.output) for later in rest[index:]):
+            if step.id is not None and any(step.id in (*later.operands, later.output) for later in rest[index:]):
                 continue
             if not any(later.op == "backward" for later in rest):
                 continue
@@ -236,7 +236,7 @@ def _renamed(program: Program) -> Program:
             replace(
                 step,
                 id=names.get(step.id) if step.id is not None else None,
-                args=tuple(names[a] for a in step.args),
+                operands=tuple(names[a] for a in step.operands),
                 output=names[step.output] if step.output is not None else None,
             )
         )

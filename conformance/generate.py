@@ -222,7 +222,7 @@ def _observed_floats(observation: dict[str, Any]) -> dict[str, Any]:
                 out[f"pass.nodes[{node['node']}].{key}"] = node[key]
         for position, edge in enumerate(record["edges"]):
             for key in ("local_derivative", "upstream", "contribution"):
-                out[f"pass.edges[{edge['child']}:{edge['operand']}].{key}"] = edge[key]
+                out[f"pass.edges[{edge['consumer']}:{edge['slot']}].{key}"] = edge[key]
             for key in ("before", "after"):
                 out[f"pass.edges[{position}].{key}"] = edge[key]
     return out
@@ -245,11 +245,11 @@ def _order_dependent_sums(observations: list[dict[str, Any]]) -> int:
         record = obs.get("pass")
         if record is None:
             continue
-        by_parent: dict[str, list[float]] = {}
+        by_operand: dict[str, list[float]] = {}
         for edge in record["edges"]:
-            if edge["parent_tracked"]:
-                by_parent.setdefault(edge["parent"], []).append(edge["contribution"])
-        crowded += sum(1 for parts in by_parent.values() if len(parts) > 2 and not _exact_in_any_order(parts))
+            if edge["operand_tracked"]:
+                by_operand.setdefault(edge["operand"], []).append(edge["contribution"])
+        crowded += sum(1 for parts in by_operand.values() if len(parts) > 2 and not _exact_in_any_order(parts))
     return crowded
 
 

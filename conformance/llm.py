@@ -52,7 +52,7 @@ class ProgramRecorder:
                 step: dict[str, Any] = {
                     "id": self._name(node, f"n{self._results}"),
                     "op": node.operation,
-                    "args": [self.ids[operand] for operand in node.operands],
+                    "operands": [self.ids[operand] for operand in node.operands],
                 }
                 if node.exponent is not None:
                     step["exponent"] = node.exponent

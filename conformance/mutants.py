@@ -52,7 +52,7 @@ WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]
 #: When several bugs reproduce one failure, the diagnosis names them in this order, so a
 #: bug that is a special case of another comes first (see _SPECIFIC_FIRST below).
 BUGS: dict[str, str] = {
-    "assign": "contributions assigned instead of added: each operand edge overwrites its parent's pass adjoint, "
+    "assign": "contributions assigned instead of added: each operand edge overwrites its operand's pass adjoint, "
     "so a node used more than once keeps only its last contribution",
     "merge-edges": "operand edges to one node merged: a repeated operand (x*x, s+s) is walked as one edge",
     "stale": "a second backward re-propagates stale intermediate gradients: stored gradients are used as "
@@ -221,7 +221,7 @@ class MutantEngine:
             return None
         for slot, local in enumerate(locals_[:1] if self.bug == "only-slot-0-checked" else locals_):
             if not _finite(local):
-                return NonFiniteLocalDerivative(operation=op, operand=slot, value=local)
+                return NonFiniteLocalDerivative(operation=op, slot=slot, value=local)
         return None
 
     def _detach(self, source: _Node) -> _Node:
@@ -289,19 +289,19 @@ class MutantEngine:
         edges = []
         committed: set[int] = set()
         bug = self.bug
-        for child in reversed(topo):
-            upstream = adjoint.get(id(child), 0.0)
-            if bug == "partial-commit" and has_grad(child):
-                self._accumulate(child, upstream)
-                committed.add(id(child))
-            if bug == "accumulation-checked-first" and has_grad(child):
-                self._prospective(child, upstream)
-            operands = child.operands
+        for consumer in reversed(topo):
+            upstream = adjoint.get(id(consumer), 0.0)
+            if bug == "partial-commit" and has_grad(consumer):
+                self._accumulate(consumer, upstream)
+                committed.add(id(consumer))
+            if bug == "accumulation-checked-first" and has_grad(consumer):
+                self._prospective(consumer, upstream)
+            operands = consumer.operands
             slots: list[int] = list(range(len(operands)))
             if bug == "merge-edges":
                 firsts: dict[int, int] = {}
-                for slot, operand in enumerate(operands):
-                    firsts.setdefault(id(operand), slot)
+                for slot, node in enumerate(operands):
+                    firsts.setdefault(id(node), slot)
                 slots = sorted(firsts.values())
             elif bug == "reverse-slot-order":
                 slots.reverse()
@@ -310,20 +310,20 @@ class MutantEngine:
             elif bug == "zero-upstream-skipped" and upstream == 0.0:
                 slots = []
             for slot in slots:
-                parent, local = operands[slot], child.locals[slot]
+                operand, local = operands[slot], consumer.locals[slot]
                 contribution = upstream * local
                 if not _finite(contribution) and bug != "contribution-unchecked":
                     raise NonFiniteContribution(
-                        child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
+                        consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
                 before = after = None
-                if has_grad(parent):
-                    before = adjoint[id(parent)]
+                if has_grad(operand):
+                    before = adjoint[id(operand)]
                     after = contribution if bug == "assign" else before + contribution
                     if not _finite(after) and bug != "pass-adjoint-unchecked":
-                        raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
-                    adjoint[id(parent)] = after
-                edges.append((child, parent, slot, local, upstream, contribution, has_grad(parent), before, after))
+                        raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
+                    adjoint[id(operand)] = after
+                edges.append((consumer, slot, operand, local, upstream, contribution, has_grad(operand), before, after))
         totals = {}
         for node in topo:
             if has_grad(node) and id(node) not in committed:
@@ -351,17 +351,17 @@ class MutantEngine:
 
     def _stale_backward(self, topo: list[_Node], seed: float) -> dict[str, Any]:
         # micrograd's algorithm: the output's stored gradient is set to the seed and every
-        # edge adds child.grad * local into parent.grad, stale values included.
+        # edge adds consumer.grad * local into operand.grad, stale values included.
         topo[-1].grad = seed
         edges = []
-        for child in reversed(topo):
-            for slot, (parent, local) in enumerate(zip(child.operands, child.locals)):
-                upstream = child.grad if child.grad is not None else 0.0
+        for consumer in reversed(topo):
+            for slot, (operand, local) in enumerate(zip(consumer.operands, consumer.locals)):
+                upstream = consumer.grad if consumer.grad is not None else 0.0
                 contribution = upstream * local
-                before = parent.grad
-                if parent.tracked:
-                    parent.grad = before + contribution  # type: ignore[operator]
-                edges.append((child, parent, slot, local, upstream, contribution, parent.tracked, before, parent.grad))
+                before = operand.grad
+                if operand.tracked:
+                    operand.grad = before + contribution  # type: ignore[operator]
+                edges.append((consumer, slot, operand, local, upstream, contribution, operand.tracked, before, operand.grad))
         adjoint = {id(n): n.grad for n in topo if n.tracked}
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": edges, "has_grad": lambda n: n.tracked}
 
@@ -394,9 +394,9 @@ class MutantEngine:
                     if step.op in ("variable", "constant"):
                         node = self._leaf(step.op, step.value)  # type: ignore[arg-type]
                     elif step.op == "detach":
-                        node = self._detach(self._get(nodes, step.args[0]))
+                        node = self._detach(self._get(nodes, step.operands[0]))
                     else:
-                        node = self._apply(step.op, tuple(self._get(nodes, a) for a in step.args), step.exponent)
+                        node = self._apply(step.op, tuple(self._get(nodes, a) for a in step.operands), step.exponent)
                     nodes[step.id] = node
                     names[id(node)] = step.id
                     observations.append({"value": node.value, "tracked": node.tracked})
@@ -442,16 +442,16 @@ def _pass_json(record: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
         ],
         "edges": [
             {
-                "child": names[id(c)],
-                "parent": names[id(p)],
-                "operand": slot,
+                "consumer": names[id(c)],
+                "slot": slot,
+                "operand": names[id(o)],
                 "local_derivative": local,
                 "upstream": up,
                 "contribution": contribution,
-                "parent_tracked": tracked,
+                "operand_tracked": tracked,
                 "before": before,
                 "after": after,
             }
-            for c, p, slot, local, up, contribution, tracked, before, after in record["edges"]
+            for c, slot, o, local, up, contribution, tracked, before, after in record["edges"]
         ],
     }

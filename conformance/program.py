@@ -8,9 +8,9 @@ belongs. The step forms, as JSON:
 
     {"id": "x", "op": "variable", "value": 2.0}
     {"id": "c", "op": "constant", "value": 3.0}
-    {"id": "d", "op": "detach", "args": ["x"]}
-    {"id": "y", "op": "mul", "args": ["x", "x"]}
-    {"id": "p", "op": "pow", "args": ["x"], "exponent": 0.5}
+    {"id": "d", "op": "detach", "operands": ["x"]}
+    {"id": "y", "op": "mul", "operands": ["x", "x"]}
+    {"id": "p", "op": "pow", "operands": ["x"], "exponent": 0.5}
     {"op": "backward", "output": "y"}            (optional "seed", default 1.0)
     {"op": "zero_grad", "output": "y"}
 """
@@ -45,7 +45,7 @@ class Step:
     op: str
     id: Optional[str] = None
     value: Optional[float] = None
-    args: tuple[str, ...] = ()
+    operands: tuple[str, ...] = ()
     exponent: Optional[float] = None
     output: Optional[str] = None
     seed: Optional[float] = None
@@ -63,8 +63,8 @@ class Step:
         data["op"] = self.op
         if self.value is not None:
             data["value"] = self.value
-        if self.args:
-            data["args"] = list(self.args)
+        if self.operands:
+            data["operands"] = list(self.operands)
         if self.exponent is not None:
             data["exponent"] = self.exponent
         if self.output is not None:
@@ -81,15 +81,15 @@ class Step:
             seed = "" if self.seed is None else f", seed={self.seed!r}"
             return f"{self.op}({self.output}{seed})"
         extra = "" if self.exponent is None else f"; {self.exponent!r}"
-        return f"{self.id} = {self.op}({', '.join(self.args)}{extra})"
+        return f"{self.id} = {self.op}({', '.join(self.operands)}{extra})"
 
 
 Program = tuple[Step, ...]
 
 _ALLOWED_KEYS = {
     "leaf": {"id", "op", "value"},
-    "apply": {"id", "op", "args"},
-    "pow": {"id", "op", "args", "exponent"},
+    "apply": {"id", "op", "operands"},
+    "pow": {"id", "op", "operands", "exponent"},
     "backward": {"op", "output", "seed"},
     "zero_grad": {"op", "output"},
 }
@@ -137,22 +137,22 @@ def _parse_step(item: Any, where: str, known: set[str]) -> Step:
     if op in LEAF_OPS:
         return Step(op=op, id=node_id, value=_number(item, "value", where))
     arity = 1 if op == "detach" else OPS[op].arity
-    args = item.get("args")
-    if not isinstance(args, list) or len(args) != arity:
-        raise ProgramError(f"{where}: field 'args': {op} takes a list of {arity} id(s), got {_show(args)}")
+    operands = item.get("operands")
+    if not isinstance(operands, list) or len(operands) != arity:
+        raise ProgramError(f"{where}: field 'operands': {op} takes a list of {arity} id(s), got {_show(operands)}")
     names = []
-    for slot, name in enumerate(args):
+    for slot, name in enumerate(operands):
         if not isinstance(name, str):
-            raise ProgramError(f"{where}: field 'args[{slot}]' must be an id string, got {_show(name)}")
+            raise ProgramError(f"{where}: field 'operands[{slot}]' must be an id string, got {_show(name)}")
         if name not in known:
-            raise ProgramError(f"{where}: field 'args[{slot}]': unknown id {name!r} (ids must be created by an earlier step)")
+            raise ProgramError(f"{where}: field 'operands[{slot}]': unknown id {name!r} (ids must be created by an earlier step)")
         names.append(name)
     exponent = None
     if op == "pow":
         exponent = _number(item, "exponent", where)
         if not math.isfinite(exponent):
             raise ProgramError(f"{where}: field 'exponent' must be a finite constant, got {exponent!r}")
-    return Step(op=op, id=node_id, args=tuple(names), exponent=exponent)
+    return Step(op=op, id=node_id, operands=tuple(names), exponent=exponent)
 
 
 def _name(item: dict[str, Any], field: str, where: str, known: set[str]) -> str:

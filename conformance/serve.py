@@ -14,9 +14,8 @@ import traceback
 from typing import Any, Callable, Optional, TextIO
 
 from .program import Program, ProgramError, parse_program
+from .protocol import PROTOCOL_VERSION
 from .wire import dumps_line, loads
-
-PROTOCOL_VERSION = 1
 
 RunCase = Callable[[Program], list[dict[str, Any]]]
 

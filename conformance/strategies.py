@@ -81,12 +81,12 @@ def programs(
             pick = st.one_of(st.sampled_from(names[-3:]), st.sampled_from(names))
             if op == "detach":
                 arg = draw(pick)
-                step = {"id": name, "op": "detach", "args": [arg]}
+                step = {"id": name, "op": "detach", "operands": [arg]}
                 node = nodes[arg].detach()
             else:
                 arity = reference.OPS[op].arity
                 args = [draw(pick) for _ in range(arity)]
-                step = {"id": name, "op": op, "args": args}
+                step = {"id": name, "op": op, "operands": args}
                 exponent: Optional[float] = None
                 if op == "pow":
                     exponent = draw(EXPONENTS)

@@ -33,9 +33,9 @@ from reference.errors import ERROR_KINDS as _ERROR_CLASSES
 from .bounds import PROFILES
 from .execute import run_program
 from .program import DECLARABLE_OPS, Program, program_to_json
+from .protocol import PROTOCOL_VERSION, version_mismatch
 from .wire import dumps_line, loads
 
-PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 64 * 1024 * 1024
 LEVEL_NAMES = ("values", "gradients", "errors", "trace", "order")
 #: Every error kind of the contract: an adapter reports all of them unless its hello's ``error_kinds`` says less.
@@ -121,9 +121,7 @@ class Handshake:
         if not isinstance(message, dict) or message.get("type") != "hello":
             raise AdapterFault(f"expected a hello reply, got {_clip(message)}")
         if message.get("protocol") != PROTOCOL_VERSION:
-            raise AdapterFault(
-                f"wrong protocol version: the adapter speaks {message.get('protocol')!r}, the harness speaks {PROTOCOL_VERSION}"
-            )
+            raise AdapterFault(version_mismatch(message.get("protocol")))
         engine = message.get("engine")
         if not isinstance(engine, dict) or not all(isinstance(engine.get(k), str) for k in ("name", "version", "language")):
             raise AdapterFault("hello: field 'engine' must be an object with string name, version and language")

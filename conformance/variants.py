@@ -175,13 +175,13 @@ class VariantEngine(MutantEngine):
                 return r, (0.0 if exponent == 0.0 else exponent * LIBM_POW(a, exponent - 1.0),)
         return super()._rule(op, values, exponent)
 
-    def _direct(self, child: _Node, slot: int) -> bool:
+    def _direct(self, consumer: _Node, slot: int) -> bool:
         """Whether this edge's contribution is computed from the operands directly, not as upstream * local."""
-        return "divisor-contribution" in self.takes and child.operation == "div" and slot == 1
+        return "divisor-contribution" in self.takes and consumer.operation == "div" and slot == 1
 
-    def _contribution(self, child: _Node, slot: int, upstream: float, local: float) -> float:
-        if self._direct(child, slot):
-            a, b = (gmpy2.mpfr(operand.value) for operand in child.operands)
+    def _contribution(self, consumer: _Node, slot: int, upstream: float, local: float) -> float:
+        if self._direct(consumer, slot):
+            a, b = (gmpy2.mpfr(operand.value) for operand in consumer.operands)
             return exactly_rounded(lambda: -gmpy2.mpfr(upstream) * a / (b * b))
         return upstream * local
 
@@ -196,25 +196,25 @@ class VariantEngine(MutantEngine):
         adjoint[id(output)] = seed
         waiting: dict[int, list[list[Any]]] = {id(n): [] for n in topo if n.tracked}
         edges: list[list[Any]] = []
-        for child in reversed(topo):
-            if child.tracked and waiting[id(child)]:
-                parts = waiting[id(child)]
+        for consumer in reversed(topo):
+            if consumer.tracked and waiting[id(consumer)]:
+                parts = waiting[id(consumer)]
                 order = list(reversed(parts)) if "reversed-sums" in self.takes else self._random.sample(parts, len(parts))
                 for edge in order:
                     self._add(edge, adjoint)
-            upstream = adjoint.get(id(child), 0.0) if child.tracked else 0.0
-            for slot, parent in enumerate(child.operands):
-                local = child.locals[slot]
-                contribution = self._contribution(child, slot, upstream, local)
+            upstream = adjoint.get(id(consumer), 0.0) if consumer.tracked else 0.0
+            for slot, operand in enumerate(consumer.operands):
+                local = consumer.locals[slot]
+                contribution = self._contribution(consumer, slot, upstream, local)
                 if not math.isfinite(contribution):
                     raise NonFiniteContribution(
-                        child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
+                        consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
-                edges.append([child, parent, slot, local, upstream, contribution, parent.tracked, None, None])
-                if not parent.tracked:
+                edges.append([consumer, slot, operand, local, upstream, contribution, operand.tracked, None, None])
+                if not operand.tracked:
                     continue
                 if self.reorders_sums:
-                    waiting[id(parent)].append(edges[-1])  # added when the parent's turn comes, in this variant's order
+                    waiting[id(operand)].append(edges[-1])  # added when the operand's turn comes, in this variant's order
                 else:
                     self._add(edges[-1], adjoint)
         totals = {id(node): self._prospective(node, adjoint[id(node)]) for node in topo if node.tracked}
@@ -225,18 +225,18 @@ class VariantEngine(MutantEngine):
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": [tuple(e) for e in edges], "has_grad": has_grad}
 
     def _add(self, edge: list[Any], adjoint: dict[int, float]) -> None:
-        """Add one edge's contribution to its parent's pass adjoint, and record the sum before and after it.
+        """Add one edge's contribution to its operand's pass adjoint, and record the sum before and after it.
 
         Where this variant fuses, a contribution that is the product upstream * local is added
         as one fused multiply-add; any other contribution is added as computed.
         """
-        child, parent, slot, local, upstream, contribution = edge[:6]
-        before = adjoint[id(parent)]
-        fused = self._fuse_sums and not self._direct(child, slot)
+        consumer, slot, operand, local, upstream, contribution = edge[:6]
+        before = adjoint[id(operand)]
+        fused = self._fuse_sums and not self._direct(consumer, slot)
         after = fma(upstream, local, before) if fused else before + contribution
         if not math.isfinite(after):
-            raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
-        adjoint[id(parent)] = after
+            raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
+        adjoint[id(operand)] = after
         edge[7:9] = [before, after]
 
     def _check_backward_start(self, output: _Node, seed: float) -> None:

@@ -3,7 +3,7 @@
 Every error carries its fields as attributes and in ``fields`` (in the
 contract's order), and its ``kind`` is the contract's kebab-case name, the
 same string the Rust and Go ports and the wire protocol use. Fields that name
-a node (``child``, ``parent``, ``node``) hold the engine's node handle; the
+a node (``consumer``, ``operand``, ``node``) hold the engine's node handle; the
 fixture layer translates them to program ids.
 """
 
@@ -55,7 +55,7 @@ class NonFiniteLocalDerivative(EngineError):
     """An operation's value is finite but a local derivative is not (log of a subnormal)."""
 
     kind = "non-finite-local-derivative"
-    field_names = ("operation", "operand", "value")
+    field_names = ("operation", "slot", "value")
 
 
 class UntrackedOutput(EngineError):
@@ -76,7 +76,7 @@ class NonFiniteContribution(EngineError):
     """upstream * local_derivative overflowed on one operand edge."""
 
     kind = "non-finite-contribution"
-    field_names = ("child", "parent", "operand", "upstream", "local_derivative")
+    field_names = ("consumer", "slot", "operand", "upstream", "local_derivative")
 
 
 class NonFinitePassAdjoint(EngineError):
@@ -109,4 +109,4 @@ ERROR_KINDS: dict[str, type[EngineError]] = {
 """Every error kind of the contract, by its kebab-case name."""
 
 #: Fields whose value is a node (a program id on the wire).
-NODE_FIELDS = frozenset({"child", "parent", "node"})
+NODE_FIELDS = frozenset({"consumer", "operand", "node"})

@@ -160,29 +160,29 @@ class Node:
         pass_adjoints: list[Optional[float]] = [0.0 if node.tracked else None for node in topo]
         pass_adjoints[-1] = seed
         edges: list[tuple[Any, ...]] = []
-        for child_index in range(len(topo) - 1, -1, -1):
-            child = topo[child_index]
-            upstream = pass_adjoints[child_index]
+        for consumer_index in range(len(topo) - 1, -1, -1):
+            consumer = topo[consumer_index]
+            upstream = pass_adjoints[consumer_index]
             if upstream is None:
                 upstream = 0.0
             slot = 0
-            for parent, local in zip(child.operands, child.local_derivatives):
+            for operand, local in zip(consumer.operands, consumer.local_derivatives):
                 contribution = upstream * local
                 if not _isfinite(contribution):
                     raise NonFiniteContribution(
-                        child=child, parent=parent, operand=slot, upstream=upstream, local_derivative=local
+                        consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
-                if parent.tracked:
-                    parent_index = position[parent]
-                    before = pass_adjoints[parent_index]
+                if operand.tracked:
+                    operand_index = position[operand]
+                    before = pass_adjoints[operand_index]
                     assert before is not None
                     after: Optional[float] = before + contribution
                     if not _isfinite(after):  # type: ignore[arg-type]
-                        raise NonFinitePassAdjoint(node=parent, previous=before, contribution=contribution)
-                    pass_adjoints[parent_index] = after
+                        raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
+                    pass_adjoints[operand_index] = after
                 else:
                     before = after = None
-                edges.append((child, parent, slot, local, upstream, contribution, parent.tracked, before, after))
+                edges.append((consumer, slot, operand, local, upstream, contribution, operand.tracked, before, after))
                 slot += 1
         prospective: list[Optional[float]] = []
         for node, pass_adjoint in zip(topo, pass_adjoints):
@@ -305,5 +305,5 @@ def apply(operation: str, operands: tuple[Node, ...], exponent: Optional[float] 
         raise NonFiniteResult(operation=operation, value=value)
     for slot, local in enumerate(locals_):
         if not _isfinite(local):
-            raise NonFiniteLocalDerivative(operation=operation, operand=slot, value=local)
+            raise NonFiniteLocalDerivative(operation=operation, slot=slot, value=local)
     return Node(value, operation, operands, locals_, tracked, exponent)

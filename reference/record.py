@@ -33,19 +33,19 @@ class NodeRecord:
 class EdgeRecord:
     """One operand edge as backward walked it.
 
-    ``child`` consumed ``parent`` in operand slot ``operand``. ``upstream`` is the
-    child's pass adjoint (0.0 for an untracked child) and ``contribution`` is
-    ``upstream * local_derivative``. ``before`` and ``after`` are the parent's pass
-    adjoint around this edge, None when the parent is untracked.
+    ``consumer`` read ``operand`` in slot ``slot`` (0-based). ``upstream`` is the
+    consumer's pass adjoint (0.0 for an untracked consumer) and ``contribution`` is
+    ``upstream * local_derivative``. ``before`` and ``after`` are the operand's pass
+    adjoint around this edge, None when the operand is untracked.
     """
 
-    child: "Node"
-    parent: "Node"
-    operand: int
+    consumer: "Node"
+    slot: int
+    operand: "Node"
     local_derivative: float
     upstream: float
     contribution: float
-    parent_tracked: bool
+    operand_tracked: bool
     before: Optional[float]
     after: Optional[float]
 

@@ -16,17 +16,17 @@ from conformance.program import ProgramError, parse_program
 ROOT = Path(__file__).resolve().parent.parent
 
 BAD_PROGRAMS = [
-    ([{"id": "y", "op": "mul", "args": ["x", "x"]}], "step 0 (y): field 'args[0]': unknown id 'x'"),
+    ([{"id": "y", "op": "mul", "operands": ["x", "x"]}], "step 0 (y): field 'operands[0]': unknown id 'x'"),
     (
         [{"id": "x", "op": "variable", "value": 1}, {"id": "x", "op": "constant", "value": 2}],
         "step 1 (x): field 'id': id 'x' is already used",
     ),
     (
-        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "sqrt", "args": ["x"]}],
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "sqrt", "operands": ["x"]}],
         "step 1: field 'op': unknown operation 'sqrt'",
     ),
     (
-        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "pow", "args": ["x"], "exponent": "inf"}],
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "pow", "operands": ["x"], "exponent": "inf"}],
         "step 1 (y): field 'exponent' must be a finite constant",
     ),
     ([{"id": "x", "op": "variable", "value": "two"}], "step 0 (x): field 'value': expected a number"),
@@ -38,7 +38,10 @@ BAD_PROGRAMS = [
         [{"id": "x", "op": "variable", "value": 1}, {"op": "backward", "output": "z"}],
         "step 1 (backward): field 'output': unknown id 'z'",
     ),
-    ([{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "add", "args": ["x"]}], "step 1 (y): field 'args': add takes"),
+    (
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "add", "operands": ["x"]}],
+        "step 1 (y): field 'operands': add takes",
+    ),
     ([{"id": "x", "op": "variable", "value": True}], "step 0 (x): field 'value': expected a number, got true"),
     ([{"id": "x", "op": "variable", "value": 1, "colour": 3}], "step 0 (variable): unexpected field 'colour'"),
 ]
@@ -72,7 +75,7 @@ def test_a_fixture_that_is_not_json_is_a_fixture_bug_naming_the_file(tmp_path):
 
 def test_a_fixture_against_the_schema_names_the_json_path(tmp_path):
     data = _good()
-    data["program"][1]["args"] = ["x"]
+    data["program"][1]["operands"] = ["x"]
     path = _fixture(tmp_path, json.dumps(data))
     with pytest.raises(FixtureBug, match=r"bad/case.json: at program/1"):
         load_fixture(path, tmp_path)
@@ -80,9 +83,9 @@ def test_a_fixture_against_the_schema_names_the_json_path(tmp_path):
 
 def test_a_fixture_naming_an_unknown_id_names_the_step(tmp_path):
     data = _good()
-    data["program"][2]["args"] = ["square", "cube"]
+    data["program"][2]["operands"] = ["square", "cube"]
     path = _fixture(tmp_path, json.dumps(data))
-    with pytest.raises(FixtureBug, match=r"program: step 2 \(loss\): field 'args\[1\]': unknown id 'cube'"):
+    with pytest.raises(FixtureBug, match=r"program: step 2 \(loss\): field 'operands\[1\]': unknown id 'cube'"):
         load_fixture(path, tmp_path)
 
 

@@ -111,8 +111,8 @@ def test_a_cancellation_to_zero_gets_a_bound_from_the_magnitudes_summed():
     program = parse_program(
         [
             {"id": "x", "op": "variable", "value": 2.0},
-            {"id": "e", "op": "exp", "args": ["x"]},
-            {"id": "q", "op": "div", "args": ["e", "e"]},
+            {"id": "e", "op": "exp", "operands": ["x"]},
+            {"id": "q", "op": "div", "operands": ["e", "e"]},
             {"op": "backward", "output": "q"},
         ],
         "test",
@@ -199,7 +199,7 @@ def test_a_wrong_derivative_still_fails_under_numeric(tmp_path):
 
 
 def test_an_unknown_profile_in_hello_is_a_handshake_error_naming_the_field():
-    hello = {"type": "hello", "protocol": 1, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": ["add"]}
+    hello = {"type": "hello", "protocol": 2, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": ["add"]}
     assert Handshake.parse({**hello, "levels": ["values"], "profile": "numeric"}).profile == "numeric"
     with pytest.raises(AdapterFault, match="hello: field 'profile': 'loose' is not one of 'contract', 'numeric'"):
         Handshake.parse({**hello, "levels": ["values"], "profile": "loose"})

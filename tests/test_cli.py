@@ -187,7 +187,24 @@ def test_a_broken_fixture_is_a_fixture_bug_and_the_other_cases_still_run(tmp_pat
     (root / "seed/detach.json").write_text('{"format": 1, "id": "seed/detach"}')
     out = conformance("run", "--adapter", "python", "--fixtures", root, "--case", "seed/*")
     assert out.returncode == 2
-    assert "FIXTURE BUG" in out.stdout and "seed/detach.json: at (top level): 'description' is a required property" in out.stdout
+    assert "FIXTURE BUG" in out.stdout and "seed/detach.json: fixture format 1, but this kit reads format 3" in out.stdout
+    (root / "seed/detach.json").write_text('{"format": 3, "id": "seed/detach"}')
+    out = conformance("run", "--adapter", "python", "--fixtures", root, "--case", "seed/*")
+    assert out.returncode == 2
+    assert "seed/detach.json: at (top level): 'description' is a required property" in out.stdout
+
+
+def test_a_fixture_of_the_previous_format_says_what_changed(tmp_path):
+    import shutil
+
+    root = tmp_path / "fixtures"
+    shutil.copytree(ROOT / "fixtures", root)
+    path = root / "seed/detach.json"
+    path.write_text(path.read_text().replace('"format": 3', '"format": 2').replace('"operands"', '"args"'))
+    out = conformance("run", "--adapter", "python", "--fixtures", root, "--case", "seed/*")
+    assert out.returncode == 2
+    assert "seed/detach.json: fixture format 2, but this kit reads format 3" in out.stdout
+    assert "steps name their 'operands' (was 'args')" in out.stdout
     assert "no adapter is blamed" in out.stdout
     import re
 

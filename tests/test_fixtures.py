@@ -110,4 +110,4 @@ def test_error_cases_fail_at_a_single_point(fixture):
     # the failure is the only contribution/adjoint/sum in the program that is non-finite.
     for obs in fixture.expected:
         if "error" in obs and obs["error"]["kind"] in ("non-finite-contribution", "non-finite-pass-adjoint"):
-            assert {"child", "parent", "node"} & set(obs["error"])
+            assert {"consumer", "operand", "node"} & set(obs["error"])

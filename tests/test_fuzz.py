@@ -131,7 +131,7 @@ def test_skipped_levels_are_not_compared():
         [
             {"id": "a", "op": "variable", "value": 1.0},
             {"id": "b", "op": "variable", "value": 2.0},
-            {"id": "c", "op": "mul", "args": ["a", "b"]},
+            {"id": "c", "op": "mul", "operands": ["a", "b"]},
             {"op": "backward", "output": "c"},
         ],
         "test",
@@ -243,8 +243,8 @@ def test_a_program_showing_two_known_bugs_at_once_is_known():
     program = parse_program(
         [
             {"id": "x", "op": "variable", "value": -0.0},
-            {"id": "r", "op": "relu", "args": ["x"]},
-            {"id": "y", "op": "mul", "args": ["x", "x"]},
+            {"id": "r", "op": "relu", "operands": ["x"]},
+            {"id": "y", "op": "mul", "operands": ["x", "x"]},
             {"op": "backward", "output": "y"},
             {"op": "backward", "output": "y"},
         ],
@@ -273,7 +273,7 @@ class MicrogradTransport(MutantTransport):
         finally:
             sys.path.pop(0)
         self.engine_run = micrograd_adapter.run
-        self.hello = Handshake.parse({"type": "hello", "protocol": 1, **micrograd_adapter.HELLO})
+        self.hello = Handshake.parse({"type": "hello", "protocol": 2, **micrograd_adapter.HELLO})
 
     def run(self, case, program):
         try:

@@ -21,7 +21,7 @@ FAKE = f"{sys.executable} {ROOT / 'tests' / 'fakes' / 'partial_adapter.py'}"
 #: Five of the eight kinds: one creation error and two backward errors left out.
 LEFT_OUT = ("non-finite-leaf", "non-finite-contribution", "non-finite-accumulated-gradient")
 FIVE_KINDS = [kind for kind in ERROR_KINDS if kind not in LEFT_OUT]
-HELLO = {"type": "hello", "protocol": 1, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": ["add"]}
+HELLO = {"type": "hello", "protocol": 2, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": ["add"]}
 
 
 def conformance(*args):

@@ -30,9 +30,9 @@ def build(program: Program):
             elif step.op == "constant":
                 nodes[step.id] = reference.constant(step.value)
             elif step.op == "detach":
-                nodes[step.id] = nodes[step.args[0]].detach()
+                nodes[step.id] = nodes[step.operands[0]].detach()
             else:
-                nodes[step.id] = reference.apply(step.op, tuple(nodes[a] for a in step.args), step.exponent)
+                nodes[step.id] = reference.apply(step.op, tuple(nodes[a] for a in step.operands), step.exponent)
         except EngineError:
             pass
     return nodes
@@ -96,8 +96,8 @@ def test_detach_stops_all_flow(program):
     nodes = build(program)
     replaced = build(
         tuple(
-            type(step)(op="constant", id=step.id, value=nodes[step.args[0]].value)
-            if step.op == "detach" and step.args[0] in nodes
+            type(step)(op="constant", id=step.id, value=nodes[step.operands[0]].value)
+            if step.op == "detach" and step.operands[0] in nodes
             else step
             for step in program
         )

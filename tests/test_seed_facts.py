@@ -34,7 +34,7 @@ def test_one_backward_gives_loss_1_square_2_x_8():
 def test_one_backward_walks_four_edges_with_the_contract_numbers():
     x, square, loss = reused_square()
     record = loss.backward()
-    rows = [(e.child, e.parent, e.operand, e.local_derivative, e.upstream, e.contribution) for e in record.edges]
+    rows = [(e.consumer, e.operand, e.slot, e.local_derivative, e.upstream, e.contribution) for e in record.edges]
     assert rows == [
         (loss, square, 0, 1.0, 1.0, 1.0),
         (loss, square, 1, 1.0, 1.0, 1.0),
@@ -61,13 +61,13 @@ def test_zero_grad_resets_to_zero_and_one_more_backward_gives_1_2_8():
 
 
 def test_assigning_instead_of_adding_would_give_square_1_and_x_2():
-    # Replay the pass with the misconception (each edge overwrites the parent's adjoint)
+    # Replay the pass with the misconception (each edge overwrites the operand's adjoint)
     # to show these are exactly the numbers the fixture's diagnosis looks for.
     x, square, loss = reused_square()
     record = loss.backward()
     assigned = {loss: 1.0}
     for edge in record.edges:
-        assigned[edge.parent] = assigned[edge.child] * edge.local_derivative
+        assigned[edge.operand] = assigned[edge.consumer] * edge.local_derivative
     assert (assigned[square], assigned[x]) == (1.0, 2.0)
     assert (square.grad, x.grad) == (2.0, 8.0)
 

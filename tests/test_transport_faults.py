@@ -67,7 +67,7 @@ def test_a_crash_shows_the_tail_of_stderr():
     "fault, message",
     [
         ("exit-before-handshake", "exited with status 3 during the handshake"),
-        ("wrong-version", "wrong protocol version: the adapter speaks 99, the harness speaks 1"),
+        ("wrong-version", "wrong protocol version: the adapter speaks 99, the harness speaks 2"),
         ("bad-hello", "hello: field 'ops': unknown 'sqrt'"),
     ],
 )

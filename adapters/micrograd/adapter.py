@@ -57,11 +57,11 @@ def run(program: Program) -> list[dict[str, Any]]:
             node = Value(step.value)
             tracked[step.id] = step.op == "variable"  # type: ignore[index]
         elif step.op == "pow":
-            node = values[step.args[0]] ** step.exponent
-            tracked[step.id] = tracked[step.args[0]]  # type: ignore[index]
+            node = values[step.operands[0]] ** step.exponent
+            tracked[step.id] = tracked[step.operands[0]]  # type: ignore[index]
         elif step.id is not None:
-            node = OPS[step.op](*(values[name] for name in step.args))
-            tracked[step.id] = any(tracked[name] for name in step.args)
+            node = OPS[step.op](*(values[name] for name in step.operands))
+            tracked[step.id] = any(tracked[name] for name in step.operands)
         elif step.op == "backward":
             values[step.output].backward()  # type: ignore[index]
             observations.append({"gradients": gradients()})
@@ -82,10 +82,10 @@ def _zero_grad(output: Value) -> None:
     while stack:
         node = stack.pop()
         node.grad = 0
-        for child in node._prev:
-            if id(child) not in seen:
-                seen.add(id(child))
-                stack.append(child)
+        for operand in node._prev:
+            if id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
 
 
 if __name__ == "__main__":

@@ -61,13 +61,13 @@ def run(program: Program) -> list[dict[str, Any]]:
             if step.op in ("variable", "constant"):
                 tensor = torch.tensor(step.value, dtype=torch.float64, requires_grad=step.op == "variable")
             elif step.op == "pow":
-                tensor = tensors[step.args[0]] ** step.exponent
+                tensor = tensors[step.operands[0]] ** step.exponent
             else:
-                tensor = OPS[step.op](*(tensors[name] for name in step.args))
+                tensor = OPS[step.op](*(tensors[name] for name in step.operands))
             if tensor.requires_grad and not tensor.is_leaf:
                 tensor.retain_grad()
             tensors[step.id] = tensor
-            operands[step.id] = () if step.op == "detach" else step.args
+            operands[step.id] = () if step.op == "detach" else step.operands
             observations.append({"value": tensor.item(), "tracked": tensor.requires_grad})
         elif step.op == "backward":
             seed = torch.tensor(1.0 if step.seed is None else step.seed, dtype=torch.float64)

@@ -82,7 +82,7 @@ def op_point_cases() -> list[Case]:
     for op, label, operands, exponent in OP_POINTS:
         names = ["a", "b"][: len(operands)]
         steps: list[dict[str, Any]] = [{"id": n, "op": "variable", "value": v} for n, v in zip(names, operands)]
-        step: dict[str, Any] = {"id": "r", "op": op, "args": names}
+        step: dict[str, Any] = {"id": "r", "op": op, "operands": names}
         if exponent is not None:
             step["exponent"] = exponent
         steps += [step, {"op": "backward", "output": "r"}]
@@ -106,7 +106,7 @@ def fan_out_case(uses: int = 1000) -> Case:
     ]
     level = []
     for i in range(uses):
-        steps.append({"id": f"y{i}", "op": "mul", "args": ["x", "three"]})
+        steps.append({"id": f"y{i}", "op": "mul", "operands": ["x", "three"]})
         level.append(f"y{i}")
     depth = 0
     while len(level) > 1:
@@ -114,7 +114,7 @@ def fan_out_case(uses: int = 1000) -> Case:
         merged = []
         for j in range(0, len(level) - 1, 2):
             name = f"s{depth}_{j // 2}"
-            steps.append({"id": name, "op": "add", "args": [level[j], level[j + 1]]})
+            steps.append({"id": name, "op": "add", "operands": [level[j], level[j + 1]]})
             merged.append(name)
         if len(level) % 2:
             merged.append(level[-1])
@@ -139,9 +139,9 @@ def deep_chain_case(depth: int = 10_000) -> Case:
     for i in range(depth):
         name = f"n{i}"
         if i % 2 == 0:
-            steps.append({"id": name, "op": "add", "args": [previous, "x"]})
+            steps.append({"id": name, "op": "add", "operands": [previous, "x"]})
         else:
-            steps.append({"id": name, "op": "mul", "args": [previous, "m"]})
+            steps.append({"id": name, "op": "mul", "operands": [previous, "m"]})
         previous = name
     steps += [{"op": "backward", "output": previous}, {"op": "zero_grad", "output": previous}]
     return Case(
@@ -161,16 +161,16 @@ def small_mlp_case() -> Case:
         {"id": "w1", "op": "variable", "value": 0.3},
         {"id": "w2", "op": "variable", "value": -0.7},
         {"id": "b", "op": "variable", "value": 0.1},
-        {"id": "p1", "op": "mul", "args": ["w1", "x1"]},
-        {"id": "p2", "op": "mul", "args": ["w2", "x2"]},
-        {"id": "s", "op": "add", "args": ["p1", "p2"]},
-        {"id": "z", "op": "add", "args": ["s", "b"]},
-        {"id": "h", "op": "tanh", "args": ["z"]},
-        {"id": "r", "op": "relu", "args": ["z"]},
-        {"id": "o", "op": "mul", "args": ["h", "r"]},
+        {"id": "p1", "op": "mul", "operands": ["w1", "x1"]},
+        {"id": "p2", "op": "mul", "operands": ["w2", "x2"]},
+        {"id": "s", "op": "add", "operands": ["p1", "p2"]},
+        {"id": "z", "op": "add", "operands": ["s", "b"]},
+        {"id": "h", "op": "tanh", "operands": ["z"]},
+        {"id": "r", "op": "relu", "operands": ["z"]},
+        {"id": "o", "op": "mul", "operands": ["h", "r"]},
         {"id": "target", "op": "constant", "value": 0.25},
-        {"id": "e", "op": "sub", "args": ["o", "target"]},
-        {"id": "loss", "op": "pow", "args": ["e"], "exponent": 2.0},
+        {"id": "e", "op": "sub", "operands": ["o", "target"]},
+        {"id": "loss", "op": "pow", "operands": ["e"], "exponent": 2.0},
         {"op": "backward", "output": "loss"},
         {"op": "zero_grad", "output": "loss"},
         {"op": "backward", "output": "loss"},

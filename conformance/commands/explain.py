@@ -63,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{head}  -> seed {_num(record['seed'])}, {len(record['nodes'])} nodes reached")
             rows = [["consumer", "slot", "operand", "local derivative", "upstream", "contribution", "operand's pass adjoint"]]
             for edge in record["edges"][:MAX_ROWS]:
-                after = f"{_num(edge['before'])} -> {_num(edge['after'])}" if edge["parent_tracked"] else "(untracked)"
+                after = f"{_num(edge['before'])} -> {_num(edge['after'])}" if edge["operand_tracked"] else "(untracked)"
                 rows.append(
                     [
-                        edge["child"],
-                        str(edge["operand"]),
-                        edge["parent"],
+                        edge["consumer"],
+                        str(edge["slot"]),
+                        edge["operand"],
                         _num(edge["local_derivative"]),
                         _num(edge["upstream"]),
                         _num(edge["contribution"]),

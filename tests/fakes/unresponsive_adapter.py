@@ -22,7 +22,7 @@ from conformance.wire import dumps_line, loads
 
 HELLO = {
     "type": "hello",
-    "protocol": 1,
+    "protocol": 2,
     "engine": {"name": "unresponsive", "version": "0", "language": "python"},
     "ops": list(DECLARABLE_OPS),
     "levels": ["values", "gradients", "errors", "trace", "order"],

@@ -10,20 +10,20 @@
 import readline from "node:readline";
 import { CONFIG, Engine, EngineError } from "./hooks.mjs";
 
-const PROTOCOL_VERSION = 1;
+const PROTOCOL_VERSION = 2;
 
 // Every error kind and exactly its fields (docs/contract.md sections 3 to 5).
 const ERROR_FIELDS = {
   "non-finite-leaf": ["operation", "value"],
   "non-finite-result": ["operation", "value"],
-  "non-finite-local-derivative": ["operation", "operand", "value"],
+  "non-finite-local-derivative": ["operation", "slot", "value"],
   "untracked-output": ["operation"],
   "non-finite-seed": ["seed"],
-  "non-finite-contribution": ["child", "parent", "operand", "upstream", "local_derivative"],
+  "non-finite-contribution": ["consumer", "slot", "operand", "upstream", "local_derivative"],
   "non-finite-pass-adjoint": ["node", "previous", "contribution"],
   "non-finite-accumulated-gradient": ["node", "stored", "pass_adjoint"],
 };
-const NODE_FIELDS = new Set(["child", "parent", "node"]);
+const NODE_FIELDS = new Set(["consumer", "operand", "node"]);
 const TEXT_FIELDS = new Set(["operation"]);
 
 // A float on the wire (docs/contract.md section 2): a JSON number, "inf"/"-inf"/"nan" for
@@ -97,7 +97,7 @@ class Case {
       const where = `EngineError ${error.kind} field ${field}`;
       if (NODE_FIELDS.has(field)) out[field] = this.name(raw, where);
       else if (TEXT_FIELDS.has(field)) out[field] = String(raw);
-      else if (field === "operand") out[field] = Math.trunc(raw);
+      else if (field === "slot") out[field] = Math.trunc(raw);
       else out[field] = new WireNumber(raw, where);
     }
     return out;
@@ -107,7 +107,7 @@ class Case {
     const op = step.op;
     if (op === "variable") return this.engine.variable(readNumber(step.value));
     if (op === "constant") return this.engine.constant(readNumber(step.value));
-    const operands = step.args.map((a) => this.nodes.get(a));
+    const operands = step.operands.map((a) => this.nodes.get(a));
     if (op === "detach") return this.engine.detach(operands[0]);
     return this.engine.apply(op, operands, op === "pow" ? readNumber(step.exponent) : null);
   }
@@ -127,20 +127,20 @@ class Case {
       };
     });
     const edges = record.edges.map((entry) => {
-      const child = this.name(entry.child, "pass record edge child");
-      const parent = this.name(entry.parent, "pass record edge parent");
-      const where = `edge ${child} slot ${entry.operand}`;
-      const parentTracked = this.tracked.get(parent);
+      const consumer = this.name(entry.consumer, "pass record edge consumer");
+      const operand = this.name(entry.operand, "pass record edge operand");
+      const where = `edge ${consumer} slot ${entry.slot}`;
+      const operandTracked = this.tracked.get(operand);
       return {
-        child,
-        parent,
-        operand: entry.operand,
+        consumer,
+        slot: entry.slot,
+        operand,
         local_derivative: new WireNumber(entry.local_derivative, where),
         upstream: new WireNumber(entry.upstream, where),
         contribution: new WireNumber(entry.contribution, where),
-        parent_tracked: parentTracked,
-        before: parentTracked ? new WireNumber(entry.before, where) : null,
-        after: parentTracked ? new WireNumber(entry.after, where) : null,
+        operand_tracked: operandTracked,
+        before: operandTracked ? new WireNumber(entry.before, where) : null,
+        after: operandTracked ? new WireNumber(entry.after, where) : null,
       };
     });
     return { seed: new WireNumber(record.seed, "pass record seed"), nodes, edges };

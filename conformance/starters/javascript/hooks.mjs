@@ -28,10 +28,10 @@ export const CONFIG = {
 
 // A contract error (docs/contract.md sections 3 to 5): its kind and exactly its fields.
 // Kinds and fields: non-finite-leaf (operation, value); non-finite-result (operation, value);
-// non-finite-local-derivative (operation, operand, value); untracked-output (operation);
-// non-finite-seed (seed); non-finite-contribution (child, parent, operand, upstream,
+// non-finite-local-derivative (operation, slot, value); untracked-output (operation);
+// non-finite-seed (seed); non-finite-contribution (consumer, slot, operand, upstream,
 // local_derivative); non-finite-pass-adjoint (node, previous, contribution);
-// non-finite-accumulated-gradient (node, stored, pass_adjoint). child, parent, node are nodes.
+// non-finite-accumulated-gradient (node, stored, pass_adjoint). consumer, operand, node are nodes.
 // Keep this class: adapter.mjs imports it.
 export class EngineError extends Error {
   constructor(kind, fields) {
@@ -99,7 +99,7 @@ export class Engine {
 
   // Optional, for the trace and order levels: what the last successful backward did.
   // Return { seed, nodes: [{ node, pass_adjoint, stored_gradient }] in topology order,
-  // edges: [{ child, parent, operand, local_derivative, upstream, contribution, before, after }]
+  // edges: [{ consumer, slot, operand, local_derivative, upstream, contribution, before, after }]
   // in processing order }. The adapter adds each node's operation, value and tracked flag.
   // Add "trace"/"order" to CONFIG.levels when it works.
   passRecord() {

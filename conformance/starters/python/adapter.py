@@ -25,20 +25,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import engine_hooks  # noqa: E402 - after the path fix, so the hooks load from this folder
 from engine_hooks import Engine, EngineError  # noqa: E402
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 #: Every error kind and exactly its fields (docs/contract.md sections 3 to 5); node fields name program ids.
 ERROR_FIELDS = {
     "non-finite-leaf": ("operation", "value"),
     "non-finite-result": ("operation", "value"),
-    "non-finite-local-derivative": ("operation", "operand", "value"),
+    "non-finite-local-derivative": ("operation", "slot", "value"),
     "untracked-output": ("operation",),
     "non-finite-seed": ("seed",),
-    "non-finite-contribution": ("child", "parent", "operand", "upstream", "local_derivative"),
+    "non-finite-contribution": ("consumer", "slot", "operand", "upstream", "local_derivative"),
     "non-finite-pass-adjoint": ("node", "previous", "contribution"),
     "non-finite-accumulated-gradient": ("node", "stored", "pass_adjoint"),
 }
-NODE_FIELDS = {"child", "parent", "node"}
+NODE_FIELDS = {"consumer", "operand", "node"}
 NUMBER_FIELDS = {"value", "seed", "upstream", "local_derivative", "previous", "contribution", "stored", "pass_adjoint"}
 
 
@@ -111,7 +111,7 @@ class Case:
                 out[field] = self.name(raw, where)
             elif field in NUMBER_FIELDS:
                 out[field] = wire_number(raw, where)
-            elif field == "operand":
+            elif field == "slot":
                 out[field] = int(raw)
             else:
                 out[field] = str(raw)
@@ -123,7 +123,7 @@ class Case:
             return self.engine.variable(read_number(step["value"]))
         if op == "constant":
             return self.engine.constant(read_number(step["value"]))
-        operands = [self.nodes[a] for a in step["args"]]
+        operands = [self.nodes[a] for a in step["operands"]]
         if op == "detach":
             return self.engine.detach(operands[0])
         exponent = read_number(step["exponent"]) if op == "pow" else None
@@ -148,21 +148,21 @@ class Case:
             )
         edges = []
         for entry in record["edges"]:
-            child = self.name(entry["child"], "pass record edge child")
-            parent = self.name(entry["parent"], "pass record edge parent")
-            where = f"edge {child} slot {entry['operand']}"
-            parent_tracked = self.tracked[parent]
+            consumer = self.name(entry["consumer"], "pass record edge consumer")
+            operand = self.name(entry["operand"], "pass record edge operand")
+            where = f"edge {consumer} slot {entry['slot']}"
+            operand_tracked = self.tracked[operand]
             edges.append(
                 {
-                    "child": child,
-                    "parent": parent,
-                    "operand": int(entry["operand"]),
+                    "consumer": consumer,
+                    "slot": int(entry["slot"]),
+                    "operand": operand,
                     "local_derivative": wire_number(entry["local_derivative"], where),
                     "upstream": wire_number(entry["upstream"], where),
                     "contribution": wire_number(entry["contribution"], where),
-                    "parent_tracked": parent_tracked,
-                    "before": wire_number(entry["before"], where) if parent_tracked else None,
-                    "after": wire_number(entry["after"], where) if parent_tracked else None,
+                    "operand_tracked": operand_tracked,
+                    "before": wire_number(entry["before"], where) if operand_tracked else None,
+                    "after": wire_number(entry["after"], where) if operand_tracked else None,
                 }
             )
         return {"seed": wire_number(record["seed"], "pass record seed"), "nodes": nodes, "edges": edges}

@@ -32,10 +32,10 @@ class EngineError(Exception):
     """A contract error (docs/contract.md sections 3 to 5): its kind and exactly its fields.
 
     Kinds and fields: non-finite-leaf (operation, value); non-finite-result (operation, value);
-    non-finite-local-derivative (operation, operand, value); untracked-output (operation);
-    non-finite-seed (seed); non-finite-contribution (child, parent, operand, upstream,
+    non-finite-local-derivative (operation, slot, value); untracked-output (operation);
+    non-finite-seed (seed); non-finite-contribution (consumer, slot, operand, upstream,
     local_derivative); non-finite-pass-adjoint (node, previous, contribution);
-    non-finite-accumulated-gradient (node, stored, pass_adjoint). child, parent and node are nodes.
+    non-finite-accumulated-gradient (node, stored, pass_adjoint). consumer, operand and node are nodes.
     Keep this class: adapter.py imports it.
     """
 
@@ -104,7 +104,7 @@ class Engine:
         """Optional, for the trace and order levels: what the last successful backward did.
 
         Return {"seed": s, "nodes": [{"node", "pass_adjoint", "stored_gradient"}, ...] in topology
-        order, "edges": [{"child", "parent", "operand", "local_derivative", "upstream",
+        order, "edges": [{"consumer", "slot", "operand", "local_derivative", "upstream",
         "contribution", "before", "after"}, ...] in processing order}. The adapter adds each
         node's operation, value and tracked flag itself. Add "trace"/"order" to LEVELS when it works.
         """

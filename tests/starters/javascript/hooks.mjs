@@ -76,8 +76,8 @@ export class Engine {
       [value, derivatives] = RULES[op](...values);
     }
     if (!Number.isFinite(value)) throw new EngineError("non-finite-result", { operation: op, value });
-    derivatives.forEach((d, operand) => {
-      if (!Number.isFinite(d)) throw new EngineError("non-finite-local-derivative", { operation: op, operand, value: d });
+    derivatives.forEach((d, slot) => {
+      if (!Number.isFinite(d)) throw new EngineError("non-finite-local-derivative", { operation: op, slot, value: d });
     });
     return new Node(value, op, operands, derivatives, operands.some((n) => n.tracked));
   }
@@ -93,22 +93,22 @@ export class Engine {
     adjoint.set(output, seed);
     const edges = [];
     for (let i = order.length - 1; i >= 0; i--) {
-      const child = order[i];
-      const upstream = adjoint.get(child) ?? 0;
-      child.operands.forEach((parent, operand) => {
-        const d = child.derivatives[operand];
+      const consumer = order[i];
+      const upstream = adjoint.get(consumer) ?? 0;
+      consumer.operands.forEach((operand, slot) => {
+        const d = consumer.derivatives[slot];
         const contribution = upstream * d;
         if (!Number.isFinite(contribution)) {
-          throw new EngineError("non-finite-contribution", { child, parent, operand, upstream, local_derivative: d });
+          throw new EngineError("non-finite-contribution", { consumer, slot, operand, upstream, local_derivative: d });
         }
         let before = null, after = null;
-        if (parent.tracked) {
-          before = adjoint.get(parent);
+        if (operand.tracked) {
+          before = adjoint.get(operand);
           after = before + contribution;
-          if (!Number.isFinite(after)) throw new EngineError("non-finite-pass-adjoint", { node: parent, previous: before, contribution });
-          adjoint.set(parent, after);
+          if (!Number.isFinite(after)) throw new EngineError("non-finite-pass-adjoint", { node: operand, previous: before, contribution });
+          adjoint.set(operand, after);
         }
-        edges.push({ child, parent, operand, local_derivative: d, upstream, contribution, before, after });
+        edges.push({ consumer, slot, operand, local_derivative: d, upstream, contribution, before, after });
       });
     }
     for (const node of order) {

@@ -103,7 +103,7 @@ class Engine:
             raise EngineError("non-finite-result", operation=op, value=value)
         for slot, d in enumerate(derivatives):
             if not math.isfinite(d):
-                raise EngineError("non-finite-local-derivative", operation=op, operand=slot, value=d)
+                raise EngineError("non-finite-local-derivative", operation=op, slot=slot, value=d)
         return Node(value, op, list(operands), derivatives, any(n.tracked for n in operands))
 
     def detach(self, node: Node) -> Node:
@@ -145,31 +145,31 @@ class Engine:
         adjoint = {id(n): 0.0 for n in topology if n.tracked}
         adjoint[id(output)] = seed
         edges = []
-        for child in reversed(topology):
-            upstream = adjoint.get(id(child), 0.0)
-            for slot, (parent, d) in enumerate(zip(child.operands, child.derivatives)):
+        for consumer in reversed(topology):
+            upstream = adjoint.get(id(consumer), 0.0)
+            for slot, (operand, d) in enumerate(zip(consumer.operands, consumer.derivatives)):
                 contribution = upstream * d
                 if not math.isfinite(contribution):
                     raise EngineError(
                         "non-finite-contribution",
-                        child=child,
-                        parent=parent,
-                        operand=slot,
+                        consumer=consumer,
+                        slot=slot,
+                        operand=operand,
                         upstream=upstream,
                         local_derivative=d,
                     )
                 before = after = None
-                if parent.tracked:
-                    before = adjoint[id(parent)]
+                if operand.tracked:
+                    before = adjoint[id(operand)]
                     after = before + contribution
                     if not math.isfinite(after):
-                        raise EngineError("non-finite-pass-adjoint", node=parent, previous=before, contribution=contribution)
-                    adjoint[id(parent)] = after
+                        raise EngineError("non-finite-pass-adjoint", node=operand, previous=before, contribution=contribution)
+                    adjoint[id(operand)] = after
                 edges.append(
                     {
-                        "child": child,
-                        "parent": parent,
-                        "operand": slot,
+                        "consumer": consumer,
+                        "slot": slot,
+                        "operand": operand,
                         "local_derivative": d,
                         "upstream": upstream,
                         "contribution": contribution,

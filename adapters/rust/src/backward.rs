@@ -36,14 +36,14 @@ fn info(links: &[Link], values: &[f64], id: u32) -> NodeInfo {
 }
 
 /// The fast path's reverse sweep over the tracked `order`: every edge's
-/// contribution added to its tracked parent's pass adjoint, in processing
+/// contribution added to its tracked operand's pass adjoint, in processing
 /// order, with no branch on a check. Returns whether every check of backward
 /// passes (docs/contract.md section 5): a non-finite contribution or pass
-/// adjoint leaves its parent's final pass adjoint non-finite (inf and nan
+/// adjoint leaves its operand's final pass adjoint non-finite (inf and nan
 /// absorb every later finite sum, and `inf + -inf` is nan), so testing each
 /// node's prospective stored gradient once, when the sweep reaches it with its
-/// final pass adjoint, covers the edges to tracked parents; an edge to an
-/// untracked parent is tested on its own.
+/// final pass adjoint, covers the edges to tracked operands; an edge to an
+/// untracked operand is tested on its own.
 fn sweep(
     links: &[Link],
     local_derivatives: &[[f64; 2]],
@@ -52,11 +52,11 @@ fn sweep(
     adjoint: &mut [f64],
 ) -> bool {
     let mut finite = true;
-    for &child in order.iter().rev() {
-        let node = &links[child as usize];
-        let upstream = adjoint[child as usize];
-        finite &= (grads[child as usize] + upstream).is_finite();
-        let locals = &local_derivatives[child as usize];
+    for &consumer in order.iter().rev() {
+        let node = &links[consumer as usize];
+        let upstream = adjoint[consumer as usize];
+        finite &= (grads[consumer as usize] + upstream).is_finite();
+        let locals = &local_derivatives[consumer as usize];
         for slot in 0..node.arity as usize {
             let contribution = upstream * locals[slot];
             if node.operand_tracked(slot) {
@@ -147,7 +147,7 @@ impl TapeData {
             let node = nodes[id];
             while slot < node.arity as usize {
                 let operand = node.operands[slot] as usize;
-                // The child's flags say whether the operand is tracked: an
+                // The consumer's flags say whether the operand is tracked: an
                 // untracked operand is skipped without reading it.
                 let enter =
                     (UNTRACKED || node.operand_tracked(slot)) && marks[operand] != generation;
@@ -170,11 +170,11 @@ impl TapeData {
             if top == size {
                 break;
             }
-            let child = id as u32;
+            let finished = id as u32;
             id = buffer[top] as usize;
             top += 1;
             let node = &nodes[id];
-            slot = if node.arity == 2 && node.operands[0] == child {
+            slot = if node.arity == 2 && node.operands[0] == finished {
                 1
             } else {
                 2
@@ -248,50 +248,50 @@ impl TapeData {
         // failure it meets is the first in topology order. It is reported only
         // after the whole sweep, whose errors come first (docs/contract.md section 5).
         let mut accumulated_failure = None;
-        for &child in order.iter().rev() {
-            let node = &links[child as usize];
-            let upstream = adjoint[child as usize];
+        for &consumer in order.iter().rev() {
+            let node = &links[consumer as usize];
+            let upstream = adjoint[consumer as usize];
             // On the fast path every node of the order is tracked.
-            if (!RECORD || node.tracked()) && !(grads[child as usize] + upstream).is_finite() {
-                accumulated_failure = Some(child);
+            if (!RECORD || node.tracked()) && !(grads[consumer as usize] + upstream).is_finite() {
+                accumulated_failure = Some(consumer);
             }
-            let locals = &local_derivatives[child as usize][..node.arity as usize];
+            let locals = &local_derivatives[consumer as usize][..node.arity as usize];
             for (slot, &local_derivative) in locals.iter().enumerate() {
-                let parent = node.operands[slot];
+                let operand = node.operands[slot];
                 let contribution = upstream * local_derivative;
                 if !contribution.is_finite() {
                     return Err(Error::NonFiniteContribution {
-                        child: info(links, values, child),
-                        parent: info(links, values, parent),
-                        operand: slot,
+                        consumer: info(links, values, consumer),
+                        slot,
+                        operand: info(links, values, operand),
                         upstream,
                         local_derivative,
                     });
                 }
-                let parent_tracked = node.operand_tracked(slot);
+                let operand_tracked = node.operand_tracked(slot);
                 let mut around = (None, None);
-                if parent_tracked {
-                    let before = adjoint[parent as usize];
+                if operand_tracked {
+                    let before = adjoint[operand as usize];
                     let after = before + contribution;
                     if !after.is_finite() {
                         return Err(Error::NonFinitePassAdjoint {
-                            node: info(links, values, parent),
+                            node: info(links, values, operand),
                             previous: before,
                             contribution,
                         });
                     }
-                    adjoint[parent as usize] = after;
+                    adjoint[operand as usize] = after;
                     around = (Some(before), Some(after));
                 }
                 if RECORD {
                     edges.push(EdgeRecord {
-                        child: NodeId(child),
-                        parent: NodeId(parent),
-                        operand: slot,
+                        consumer: NodeId(consumer),
+                        slot,
+                        operand: NodeId(operand),
                         local_derivative,
                         upstream,
                         contribution,
-                        parent_tracked,
+                        operand_tracked,
                         before: around.0,
                         after: around.1,
                     });
@@ -495,13 +495,10 @@ mod tests {
         // Slot 0 is the constant: upstream 1e10 * local derivative 1e300 overflows.
         let z = c.mul(&x).unwrap();
         let error = z.backward_with_seed(1e10).unwrap_err();
-        let Error::NonFiniteContribution {
-            parent, operand, ..
-        } = &error
-        else {
+        let Error::NonFiniteContribution { operand, slot, .. } = &error else {
             panic!("expected a contribution error, got {error}");
         };
-        assert_eq!((parent.id, *operand), (c.id(), 0));
+        assert_eq!((operand.id, *slot), (c.id(), 0));
         let recorded = z.backward_recorded(1e10).unwrap_err();
         assert_eq!(error.to_string(), recorded.to_string());
         assert_eq!(x.gradient(), Some(0.0));
@@ -517,7 +514,7 @@ mod tests {
         let double = x.add(&x).unwrap();
         let scaled = x.mul(&k).unwrap();
         let on_constant = one.mul(&big).unwrap();
-        // (output, seed, kind): a contribution to a tracked parent (1e10 * 1e300),
+        // (output, seed, kind): a contribution to a tracked operand (1e10 * 1e300),
         // a pass adjoint (1e308 + 1e308), a contribution to a constant (1e10 * 1e300).
         let cases = [
             (&scaled, 1e10, "non-finite-contribution"),

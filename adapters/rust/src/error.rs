@@ -3,7 +3,7 @@
 //! Every variant carries its fields, in the contract's order, and its
 //! [`Error::kind`] is the contract's kebab-case name, the same string the
 //! Python reference, the Go port and the wire protocol use. Fields that name a
-//! node (`child`, `parent`, `node`) hold a [`NodeInfo`]: the node's id on its
+//! node (`consumer`, `operand`, `node`) hold a [`NodeInfo`]: the node's id on its
 //! tape with the operation and value a message quotes (the program runner
 //! translates the id to a program id). Returning an error never
 //! changes engine state: a failed creation creates no node, and a failed
@@ -47,7 +47,7 @@ pub enum Error {
         /// The operation that was applied.
         operation: Operation,
         /// The operand slot whose local derivative is not finite.
-        operand: usize,
+        slot: usize,
         /// The non-finite local derivative.
         value: f64,
     },
@@ -63,13 +63,13 @@ pub enum Error {
     },
     /// `upstream * local_derivative` overflowed (or was nan) on one operand edge.
     NonFiniteContribution {
-        /// The node that consumed the operand.
-        child: NodeInfo,
-        /// The operand node.
-        parent: NodeInfo,
+        /// The node whose operation reads the operand.
+        consumer: NodeInfo,
         /// The operand slot of the edge.
-        operand: usize,
-        /// The child's pass adjoint.
+        slot: usize,
+        /// The node the consumer reads in this slot.
+        operand: NodeInfo,
+        /// The consumer's pass adjoint.
         upstream: f64,
         /// The edge's local derivative.
         local_derivative: f64,
@@ -147,12 +147,12 @@ impl fmt::Display for Error {
             }
             Error::NonFiniteLocalDerivative {
                 operation,
-                operand,
+                slot,
                 value,
             } => {
                 write!(
                     f,
-                    "{operation} has the local derivative {value:?} for operand {operand}"
+                    "{operation} has the local derivative {value:?} for operand slot {slot}"
                 )
             }
             Error::UntrackedOutput { operation } => {
@@ -160,17 +160,17 @@ impl fmt::Display for Error {
             }
             Error::NonFiniteSeed { seed } => write!(f, "backward seed {seed:?} is not finite"),
             Error::NonFiniteContribution {
-                child,
-                parent,
+                consumer,
+                slot,
                 operand,
                 upstream,
                 local_derivative,
             } => write!(
                 f,
                 "upstream {upstream:?} * local derivative {local_derivative:?} is not finite \
-                 on operand {operand} of the {} to the {}",
-                Shown(child),
-                Shown(parent)
+                 on the edge from slot {slot} of the {} to its operand, the {}",
+                Shown(consumer),
+                Shown(operand)
             ),
             Error::NonFinitePassAdjoint {
                 node,

@@ -37,14 +37,17 @@ pub enum Outcome {
     ZeroGrad,
 }
 
-/// The engine state of one running program: one tape, and the node of every
-/// creation index. Every run starts from a new graph.
+/// One program's run on the engine: ids and their nodes.
+///
+/// It holds one tape and the node of every creation index (the program's ids
+/// by position, `Program::ids`). Every run starts a new session, on a new
+/// tape. (The Go port's `program.Session` is the same thing.)
 ///
 /// Each successful creation pushes one node, so until a creation fails the
 /// creation index *is* the node id and no map is kept; the first failure
 /// starts the map (`nodes`, with `NO_NODE` where the creating step failed).
 #[derive(Debug, Default)]
-pub struct Graph {
+pub struct Session {
     tape: Tape,
     /// Creation steps run so far.
     created: usize,
@@ -57,17 +60,17 @@ pub struct Graph {
 /// holds fewer than `u32::MAX` nodes), and 4 bytes where `Option` takes 8.
 const NO_NODE: u32 = u32::MAX;
 
-impl Graph {
-    /// An empty graph.
-    pub fn new() -> Graph {
-        Graph::default()
+impl Session {
+    /// A session on an empty tape.
+    pub fn new() -> Session {
+        Session::default()
     }
 
-    /// An empty graph whose tape has room for `nodes` nodes.
-    pub fn with_capacity(nodes: usize) -> Graph {
-        Graph {
+    /// A session on an empty tape with room for `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Session {
+        Session {
             tape: Tape::with_capacity(nodes),
-            ..Graph::default()
+            ..Session::default()
         }
     }
 
@@ -124,18 +127,22 @@ impl Graph {
                     Creation::Constant(value) => {
                         self.tape.0.borrow_mut().leaf(*value, Operation::Constant)
                     }
-                    Creation::Detach(arg) => {
-                        let arg = self.lookup(program, *arg, step_index)?;
-                        Ok(self.tape.0.borrow_mut().detach(arg))
+                    Creation::Detach(operand) => {
+                        let operand = self.lookup(program, *operand, step_index)?;
+                        Ok(self.tape.0.borrow_mut().detach(operand))
                     }
-                    Creation::Apply { op, args, exponent } => {
+                    Creation::Apply {
+                        op,
+                        operands,
+                        exponent,
+                    } => {
                         // At most two operands: no allocation per step.
-                        let first = self.lookup(program, args[0], step_index)?;
+                        let first = self.lookup(program, operands[0], step_index)?;
                         let row = op.op();
                         let exponent = row.takes_exponent.then_some(*exponent);
                         let mut tape = self.tape.0.borrow_mut();
                         if row.arity == 2 {
-                            let second = self.lookup(program, args[1], step_index)?;
+                            let second = self.lookup(program, operands[1], step_index)?;
                             tape.apply(*op, &[first, second], exponent)
                         } else {
                             tape.apply(*op, &[first], exponent)
@@ -202,24 +209,24 @@ impl Names {
     }
 }
 
-/// Execute `program` on a fresh graph and return one observation per step.
+/// Execute `program` in a new session and return one observation per step.
 ///
 /// `record_pass` adds the pass record to each successful backward's observation
 /// (for an adapter that declares `trace` or `order`); without it backward takes
 /// the fast path and builds none. Fails when a step names a node whose
 /// creating step failed.
 pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, ProgramError> {
-    let mut graph = Graph::new();
+    let mut session = Session::new();
     let mut names = Names::default();
     // Tracked nodes in creation order, for the gradients map.
     let mut tracked: Vec<(usize, NodeId)> = Vec::new();
     let mut observations = Vec::with_capacity(program.steps.len());
     for step_index in 0..program.steps.len() {
-        let observation = match graph.execute(program, step_index, record_pass)? {
+        let observation = match session.execute(program, step_index, record_pass)? {
             Outcome::Created(node) => {
                 // This step's creation index: the creation steps before it.
-                let index = graph.created - 1;
-                let tape = graph.tape.0.borrow();
+                let index = session.created - 1;
+                let tape = session.tape.0.borrow();
                 let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
                     ("value", Json::Float(tape.values[node.index()])),
@@ -235,7 +242,7 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                 Json::object([("error", error_to_json(&error, &names, program))])
             }
             Outcome::Backward(record) => {
-                let mut fields = vec![("gradients", gradients(&graph, &tracked, program))];
+                let mut fields = vec![("gradients", gradients(&session, &tracked, program))];
                 if let Some(record) = record {
                     fields.push(("pass", pass_to_json(&record, &names, program)));
                 }
@@ -243,10 +250,10 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
             }
             Outcome::BackwardFailed(error) => Json::object([
                 ("error", error_to_json(&error, &names, program)),
-                ("gradients", gradients(&graph, &tracked, program)),
+                ("gradients", gradients(&session, &tracked, program)),
             ]),
             Outcome::ZeroGrad => {
-                Json::object([("gradients", gradients(&graph, &tracked, program))])
+                Json::object([("gradients", gradients(&session, &tracked, program))])
             }
         };
         observations.push(observation);
@@ -254,8 +261,8 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
     Ok(observations)
 }
 
-fn gradients(graph: &Graph, tracked: &[(usize, NodeId)], program: &Program) -> Json {
-    let tape = graph.tape.0.borrow();
+fn gradients(session: &Session, tracked: &[(usize, NodeId)], program: &Program) -> Json {
+    let tape = session.tape.0.borrow();
     Json::Object(
         tracked
             .iter()
@@ -287,25 +294,25 @@ pub fn error_to_json(error: &Error, names: &Names, program: &Program) -> Json {
         }
         Error::NonFiniteLocalDerivative {
             operation: op,
-            operand,
+            slot,
             value,
         } => fields.extend([
             ("operation", operation(op)),
-            ("operand", Json::Int(*operand as u64)),
+            ("slot", Json::Int(*slot as u64)),
             ("value", Json::Float(*value)),
         ]),
         Error::UntrackedOutput { operation: op } => fields.push(("operation", operation(op))),
         Error::NonFiniteSeed { seed } => fields.push(("seed", Json::Float(*seed))),
         Error::NonFiniteContribution {
-            child,
-            parent,
+            consumer,
+            slot,
             operand,
             upstream,
             local_derivative,
         } => fields.extend([
-            ("child", id(child)),
-            ("parent", id(parent)),
-            ("operand", Json::Int(*operand as u64)),
+            ("consumer", id(consumer)),
+            ("slot", Json::Int(*slot as u64)),
+            ("operand", id(operand)),
             ("upstream", Json::Float(*upstream)),
             ("local_derivative", Json::Float(*local_derivative)),
         ]),
@@ -353,13 +360,13 @@ pub fn pass_to_json(record: &PassRecord, names: &Names, program: &Program) -> Js
         .iter()
         .map(|e| {
             Json::object([
-                ("child", id(&e.child)),
-                ("parent", id(&e.parent)),
-                ("operand", Json::Int(e.operand as u64)),
+                ("consumer", id(&e.consumer)),
+                ("slot", Json::Int(e.slot as u64)),
+                ("operand", id(&e.operand)),
                 ("local_derivative", Json::Float(e.local_derivative)),
                 ("upstream", Json::Float(e.upstream)),
                 ("contribution", Json::Float(e.contribution)),
-                ("parent_tracked", Json::Bool(e.parent_tracked)),
+                ("operand_tracked", Json::Bool(e.operand_tracked)),
                 ("before", Json::optional_float(e.before)),
                 ("after", Json::optional_float(e.after)),
             ])
@@ -387,7 +394,7 @@ mod tests {
     #[test]
     fn the_reused_square_program_observes_every_step() {
         let out = run(
-            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","args":["x","x"]},
+            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","operands":["x","x"]},
             {"op":"backward","output":"s"},{"op":"zero_grad","output":"s"}]"#,
         )
         .unwrap();
@@ -402,9 +409,10 @@ mod tests {
             out,
             r#"[{"error":{"kind":"non-finite-leaf","operation":"variable","value":"inf"}}]"#
         );
-        let error =
-            run(r#"[{"id":"x","op":"variable","value":"inf"},{"id":"y","op":"neg","args":["x"]}]"#)
-                .unwrap_err();
+        let error = run(
+            r#"[{"id":"x","op":"variable","value":"inf"},{"id":"y","op":"neg","operands":["x"]}]"#,
+        )
+        .unwrap_err();
         assert_eq!(
             error.0,
             "step 1: id \"x\" was never created (its creating step failed)"
@@ -415,7 +423,7 @@ mod tests {
     fn nodes_created_after_a_failed_creation_keep_their_ids() {
         let out = run(
             r#"[{"id":"x","op":"variable","value":2},{"id":"bad","op":"variable","value":"nan"},
-            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","args":["x","c"]},
+            {"id":"c","op":"constant","value":3},{"id":"y","op":"mul","operands":["x","c"]},
             {"op":"backward","output":"y"}]"#,
         )
         .unwrap();
@@ -430,8 +438,59 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(r#"{"child":"y","parent":"c","operand":1,"#),
+            out.contains(r#"{"consumer":"y","slot":1,"operand":"c","#),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn edges_are_written_consumer_slot_operand_first_in_protocol_2() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"s","op":"mul","operands":["x","x"]},
+            {"op":"backward","output":"s"}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                r#""edges":[{"consumer":"s","slot":0,"operand":"x","local_derivative":2.0,"upstream":1.0,"contribution":2.0,"operand_tracked":true,"before":0.0,"after":2.0},"#
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_edge_errors_are_written_with_protocol_2_fields_in_order() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":5e-324},{"id":"y","op":"log","operands":["x"]}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.ends_with(
+                r#"{"error":{"kind":"non-finite-local-derivative","operation":"log","slot":0,"value":"inf"}}]"#
+            ),
+            "{out}"
+        );
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":1e300},{"id":"c","op":"constant","value":1},
+            {"id":"z","op":"mul","operands":["c","x"]},{"op":"backward","output":"z","seed":1e10}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.ends_with(
+                r#"{"error":{"kind":"non-finite-contribution","consumer":"z","slot":0,"operand":"c","upstream":10000000000.0,"local_derivative":1e+300},"gradients":{"x":0.0,"z":0.0}}]"#
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_step_with_protocol_1_args_is_a_program_error_naming_the_step_and_field() {
+        let error =
+            run(r#"[{"id":"x","op":"variable","value":2},{"id":"y","op":"mul","args":["x","x"]}]"#)
+                .unwrap_err();
+        assert_eq!(
+            error.0,
+            "test: step 1 (mul): field \"args\" is protocol 1's name; protocol 2 calls a step's operand ids \"operands\""
         );
     }
 
@@ -440,11 +499,11 @@ mod tests {
         for text in [
             r#"{"id":"x"}"#,
             r#"[{"id":"x","op":"variable","value":1},{"id":"x","op":"variable","value":1}]"#,
-            r#"[{"id":"x","op":"sqrt","args":[]}]"#,
+            r#"[{"id":"x","op":"sqrt","operands":[]}]"#,
             r#"[{"id":"x","op":"variable","value":true}]"#,
             r#"[{"id":"x","op":"variable","value":1,"seed":2}]"#,
-            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","args":["x"],"exponent":"inf"}]"#,
-            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","args":["x"]}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","operands":["x"],"exponent":"inf"}]"#,
+            r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","operands":["x"]}]"#,
             r#"[{"op":"backward","output":"nobody"}]"#,
             r#"[{"id":"","op":"variable","value":1}]"#,
         ] {

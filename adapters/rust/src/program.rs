@@ -4,17 +4,22 @@
 //! (from a fixture or the wire) and becomes a checked [`Program`]. Every mistake
 //! is a [`ProgramError`] naming the source, the step and the field: an unknown
 //! id, a reused id, an unknown op, a non-finite exponent, a string where a
-//! number belongs. [`crate::execute`] runs programs. The step forms, as JSON:
+//! number belongs. [`crate::execute`] runs programs. The step forms, as JSON
+//! (protocol 2, fixture format 3):
 //!
 //! ```text
 //! {"id": "x", "op": "variable", "value": 2.0}
 //! {"id": "c", "op": "constant", "value": 3.0}
-//! {"id": "d", "op": "detach", "args": ["x"]}
-//! {"id": "y", "op": "mul", "args": ["x", "x"]}
-//! {"id": "p", "op": "pow", "args": ["x"], "exponent": 0.5}
+//! {"id": "d", "op": "detach", "operands": ["x"]}
+//! {"id": "y", "op": "mul", "operands": ["x", "x"]}
+//! {"id": "p", "op": "pow", "operands": ["x"], "exponent": 0.5}
 //! {"op": "backward", "output": "y"}            (optional "seed", default 1.0)
 //! {"op": "zero_grad", "output": "y"}
 //! ```
+//!
+//! `operands` lists the ids the operation reads, in slot order. Protocol 1
+//! called that field `args`; a step that still has it is a program error that
+//! says so.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -41,7 +46,7 @@ pub enum Creation {
         /// Operand nodes in slot order: the first `op.arity()` entries (a unary
         /// op repeats its operand in the unused slot). Inline, not a `Vec`, so
         /// running a step reads no second allocation.
-        args: [u32; 2],
+        operands: [u32; 2],
         /// pow's finite constant exponent; 0.0 for every other op (the op
         /// table's `takes_exponent` says which op has one). A plain `f64`,
         /// not an `Option`, and `u32` ids: a step is 24 bytes, and running a
@@ -138,10 +143,10 @@ pub fn parse_program(raw: &Value, source: &str) -> Result<Program, ProgramError>
 fn allowed_keys(op: &str) -> &'static [&'static str] {
     match op {
         "variable" | "constant" => &["id", "op", "value"],
-        "pow" => &["id", "op", "args", "exponent"],
+        "pow" => &["id", "op", "operands", "exponent"],
         "backward" => &["op", "output", "seed"],
         "zero_grad" => &["op", "output"],
-        _ => &["id", "op", "args"],
+        _ => &["id", "op", "operands"],
     }
 }
 
@@ -179,6 +184,12 @@ fn parse_step(
         return Err(ProgramError(format!(
             "{where_}: field 'op': unknown operation {op:?} (known: {})",
             names.join(", ")
+        )));
+    }
+    if fields.contains_key("args") {
+        return Err(ProgramError(format!(
+            "{where_} ({op}): field \"args\" is protocol 1's name; protocol 2 calls a step's \
+             operand ids \"operands\""
         )));
     }
     let allowed = allowed_keys(op);
@@ -223,25 +234,25 @@ fn parse_step(
         "constant" => Creation::Constant(number(fields, "value", &where_)?),
         _ => {
             let arity = kind.map_or(1, |kind| kind.op().arity);
-            let args = match fields.get("args") {
-                Some(Value::Array(args)) if args.len() == arity => args,
+            let ids = match fields.get("operands") {
+                Some(Value::Array(ids)) if ids.len() == arity => ids,
                 other => {
                     return Err(ProgramError(format!(
-                        "{where_}: field 'args': {op} takes a list of {arity} id(s), got {}",
+                        "{where_}: field 'operands': {op} takes a list of {arity} id(s), got {}",
                         show(other)
                     )));
                 }
             };
             let mut operands = Vec::with_capacity(arity);
-            for (slot, arg) in args.iter().enumerate() {
-                let Value::String(arg) = arg else {
+            for (slot, raw) in ids.iter().enumerate() {
+                let Value::String(name) = raw else {
                     return Err(ProgramError(format!(
-                        "{where_}: field 'args[{slot}]' must be an id string, got {arg}"
+                        "{where_}: field 'operands[{slot}]' must be an id string, got {raw}"
                     )));
                 };
-                let Some(&operand) = known.get(arg) else {
+                let Some(&operand) = known.get(name) else {
                     return Err(ProgramError(format!(
-                        "{where_}: field 'args[{slot}]': unknown id {arg:?} (ids must be created by an earlier step)"
+                        "{where_}: field 'operands[{slot}]': unknown id {name:?} (ids must be created by an earlier step)"
                     )));
                 };
                 operands.push(operand);
@@ -262,7 +273,7 @@ fn parse_step(
                     };
                     Creation::Apply {
                         op: op_kind,
-                        args: [operands[0], *operands.last().unwrap_or(&operands[0])],
+                        operands: [operands[0], *operands.last().unwrap_or(&operands[0])],
                         exponent,
                     }
                 }

@@ -26,31 +26,32 @@ pub struct NodeRecord {
     pub stored_gradient: Option<f64>,
 }
 
-/// One operand edge as backward walked it.
+/// One operand edge as backward walked it: (consumer, slot) -> operand.
 ///
-/// `child` consumed `parent` in operand slot `operand`. `upstream` is the
-/// child's pass adjoint (0.0 for an untracked child) and `contribution` is
-/// `upstream * local_derivative`. `before` and `after` are the parent's pass
-/// adjoint around this edge, `None` when the parent is untracked.
+/// `consumer` reads `operand` in operand slot `slot`. `upstream` is the
+/// consumer's pass adjoint (0.0 for an untracked consumer) and `contribution`
+/// is `upstream * local_derivative`. `before` and `after` are the operand's
+/// pass adjoint around this edge, `None` when the operand is untracked. The
+/// fields are in the order the wire writes them (docs/protocol.md).
 #[derive(Clone, Debug)]
 pub struct EdgeRecord {
-    /// The node that consumed the operand.
-    pub child: NodeId,
-    /// The operand node.
-    pub parent: NodeId,
-    /// The operand slot.
-    pub operand: usize,
+    /// The node whose operation reads the operand.
+    pub consumer: NodeId,
+    /// The operand's 0-based position among the consumer's operands.
+    pub slot: usize,
+    /// The node the consumer reads in this slot.
+    pub operand: NodeId,
     /// The edge's local derivative.
     pub local_derivative: f64,
-    /// The child's pass adjoint (0.0 for an untracked child).
+    /// The consumer's pass adjoint (0.0 for an untracked consumer).
     pub upstream: f64,
     /// `upstream * local_derivative`.
     pub contribution: f64,
-    /// Whether the parent takes part in gradients.
-    pub parent_tracked: bool,
-    /// The parent's pass adjoint before this edge; `None` when untracked.
+    /// Whether the operand takes part in gradients.
+    pub operand_tracked: bool,
+    /// The operand's pass adjoint before this edge; `None` when untracked.
     pub before: Option<f64>,
-    /// The parent's pass adjoint after this edge; `None` when untracked.
+    /// The operand's pass adjoint after this edge; `None` when untracked.
     pub after: Option<f64>,
 }
 

@@ -272,14 +272,14 @@ fn creation_error(kind: OpKind, first: f64, second: f64) -> Error {
     if !value.is_finite() {
         return Error::NonFiniteResult { operation, value };
     }
-    let (operand, &value) = local_derivatives[..kind.op().arity]
+    let (slot, &value) = local_derivatives[..kind.op().arity]
         .iter()
         .enumerate()
         .find(|(_, local)| !local.is_finite())
         .expect("a refused creation has a non-finite value or local derivative");
     Error::NonFiniteLocalDerivative {
         operation,
-        operand,
+        slot,
         value,
     }
 }

@@ -24,7 +24,7 @@ fn a_reused_square_accumulates_through_four_edges() {
         .iter()
         .map(|e| {
             (
-                e.operand,
+                e.slot,
                 e.local_derivative,
                 e.upstream,
                 e.contribution,
@@ -45,12 +45,12 @@ fn a_reused_square_accumulates_through_four_edges() {
     assert!(
         record.edges[..2]
             .iter()
-            .all(|e| e.child == loss.id() && e.parent == square.id())
+            .all(|e| e.consumer == loss.id() && e.operand == square.id())
     );
     assert!(
         record.edges[2..]
             .iter()
-            .all(|e| e.child == square.id() && e.parent == x.id())
+            .all(|e| e.consumer == square.id() && e.operand == x.id())
     );
     let order: Vec<_> = record.nodes.iter().map(|n| n.node).collect();
     assert_eq!(order, [x.id(), square.id(), loss.id()]);

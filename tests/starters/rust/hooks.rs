@@ -127,7 +127,7 @@ impl Engine {
             if !d.is_finite() {
                 let error = EngineError::new("non-finite-local-derivative")
                     .text("operation", op)
-                    .slot("operand", slot);
+                    .slot("slot", slot);
                 return Err(error.number("value", *d).into());
             }
         }
@@ -191,37 +191,38 @@ impl Engine {
         let mut adjoint = vec![0.0; self.tape.len()];
         adjoint[output] = seed;
         let mut edges = Vec::new();
-        for &child in order.iter().rev() {
-            let upstream = if self.tape[child].tracked {
-                adjoint[child]
+        for &consumer in order.iter().rev() {
+            let upstream = if self.tape[consumer].tracked {
+                adjoint[consumer]
             } else {
                 0.0
             };
-            for (slot, &parent) in self.tape[child].operands.iter().enumerate() {
-                let d = self.tape[child].derivatives[slot];
+            for (slot, &operand) in self.tape[consumer].operands.iter().enumerate() {
+                let d = self.tape[consumer].derivatives[slot];
                 let contribution = upstream * d;
                 if !contribution.is_finite() {
                     let error = EngineError::new("non-finite-contribution")
-                        .node("child", child)
-                        .node("parent", parent);
-                    let error = error.slot("operand", slot).number("upstream", upstream);
+                        .node("consumer", consumer)
+                        .slot("slot", slot)
+                        .node("operand", operand);
+                    let error = error.number("upstream", upstream);
                     return Err(error.number("local_derivative", d).into());
                 }
-                let (before, mut after) = (adjoint[parent], 0.0);
-                if self.tape[parent].tracked {
+                let (before, mut after) = (adjoint[operand], 0.0);
+                if self.tape[operand].tracked {
                     after = before + contribution;
                     if !after.is_finite() {
                         let error = EngineError::new("non-finite-pass-adjoint")
-                            .node("node", parent)
+                            .node("node", operand)
                             .number("previous", before);
                         return Err(error.number("contribution", contribution).into());
                     }
-                    adjoint[parent] = after;
+                    adjoint[operand] = after;
                 }
                 edges.push(PassEdge {
-                    child,
-                    parent,
-                    operand: slot,
+                    consumer,
+                    slot,
+                    operand,
                     local_derivative: d,
                     upstream,
                     contribution,

@@ -1,7 +1,9 @@
-//! The Rust engine behind the adapter protocol (docs/protocol.md, version 1).
+//! The Rust engine behind the adapter protocol (docs/protocol.md, version 2).
 //!
 //! Reads one JSON request per line on stdin and answers each on stdout, one
-//! line per reply, flushed: `hello` gets the handshake, `run` gets the
+//! line per reply, flushed: `hello` gets the handshake (always with protocol
+//! 2, whatever version the harness asked for: the harness refuses a
+//! mismatch), `run` gets the
 //! observations of the whole program (or an `error` reply when the program is
 //! malformed or the engine fails), `shutdown` or the end of input exits 0.
 //! Anything that is not a request it understands gets an `error` reply, never a
@@ -16,7 +18,9 @@ use scalar_autodiff::program::parse_program;
 use scalar_autodiff::wire::{Json, parse};
 use serde_json::Value;
 
-const PROTOCOL_VERSION: u64 = 1;
+/// The protocol this adapter speaks: 2 names edges (consumer, slot) -> operand
+/// and a step's operand ids `operands`.
+const PROTOCOL_VERSION: u64 = 2;
 /// The protocol's limit on one reply line.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 const LEVELS: [&str; 5] = ["values", "gradients", "errors", "trace", "order"];
@@ -39,7 +43,9 @@ fn strings(items: &[&str]) -> Json {
     )
 }
 
-/// The declared ops: the engine's op table in the contract's order, then detach
+/// The declared ops: every row of the engine's op table (`ops::OPS`) in the
+/// contract's order, then detach, a step that is not a row (it makes a leaf
+/// and no edge). Derived, not listed, so a row added to the table is declared
 /// (the same derivation as the Go adapter's declaredOps).
 fn declared_ops() -> Vec<&'static str> {
     OPS.iter().map(|op| op.name).chain(["detach"]).collect()
@@ -183,5 +189,82 @@ fn main() {
             // The harness went away: nothing more to answer.
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        let reply = answer(line).expect("a reply");
+        parse(&reply.to_string()).expect("JSON")
+    }
+
+    #[test]
+    fn hello_declares_every_op_table_row_once_then_detach_and_nothing_else() {
+        let hello = reply(r#"{"type": "hello", "protocol": 2}"#);
+        let declared: Vec<&str> = hello["ops"]
+            .as_array()
+            .expect("a list of ops")
+            .iter()
+            .map(|op| op.as_str().expect("an op name"))
+            .collect();
+        for row in &OPS {
+            let times = declared.iter().filter(|&&name| name == row.name).count();
+            assert_eq!(times, 1, "op-table row {} declared {times} times", row.name);
+        }
+        let others: Vec<&&str> = declared
+            .iter()
+            .filter(|&&name| OPS.iter().all(|row| row.name != name))
+            .collect();
+        assert_eq!(others, [&"detach"], "declared beyond the op table");
+        assert_eq!(declared.len(), OPS.len() + 1);
+    }
+
+    #[test]
+    fn hello_answers_protocol_2_even_to_a_harness_that_asks_for_protocol_1() {
+        for request in [
+            r#"{"type": "hello", "protocol": 2}"#,
+            r#"{"type": "hello", "protocol": 1}"#,
+            r#"{"type": "hello", "protocol": 3}"#,
+        ] {
+            let hello = reply(request);
+            assert_eq!(hello["type"], "hello", "{request}");
+            assert_eq!(hello["protocol"], 2, "{request}");
+        }
+    }
+
+    #[test]
+    fn a_run_with_protocol_1_args_gets_an_error_reply_naming_the_step_and_field() {
+        let error = reply(
+            r#"{"type": "run", "case": "c", "program": [{"id": "x", "op": "variable", "value": 2},
+                {"id": "y", "op": "neg", "args": ["x"]}]}"#,
+        );
+        assert_eq!(error["type"], "error");
+        assert_eq!(error["case"], "c");
+        let message = error["message"].as_str().expect("a message");
+        assert!(
+            message.starts_with("case c: step 1 (neg): field \"args\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_run_with_operands_gets_its_observations_with_protocol_2_edges() {
+        let line = r#"{"type": "run", "case": "c", "program": [{"id": "x", "op": "variable", "value": 2},
+            {"id": "y", "op": "neg", "operands": ["x"]}, {"op": "backward", "output": "y"}]}"#;
+        // The text, not a parsed map: the edge's keys must come in the spec's order.
+        let text = answer(line).expect("a reply").to_string();
+        assert!(
+            text.starts_with(r#"{"type":"result","case":"c","#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#""edges":[{"consumer":"y","slot":0,"operand":"x","local_derivative":-1.0,"upstream":1.0,"contribution":-1.0,"operand_tracked":true,"before":0.0,"after":-1.0}]"#
+            ),
+            "{text}"
+        );
     }
 }

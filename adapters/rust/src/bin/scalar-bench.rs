@@ -3,12 +3,12 @@
 //! PROGRAM.json is a JSON array of program steps, the same form as the
 //! protocol's `run.program`. Parsing is not timed. The program runs on the
 //! engine without building observations or pass records (backward's fast
-//! path, as in training); the graph is kept alive until the timing ends, so
+//! path, as in training); the session is kept alive until the timing ends, so
 //! its drop is not timed either. Prints one JSON line:
 //! `{"engine":"rust-scalar","nodes":N,"forward_seconds":f,"backward_seconds":b,"rss_delta_bytes":m}`,
 //! where N is the number of nodes the program created, forward the time spent
 //! in creation steps, backward the time spent in backward and zero_grad steps,
-//! and m the growth of the resident set over the run (the graph and the
+//! and m the growth of the resident set over the run (the session's tape and the
 //! engine's buffers, still alive), read from /proc/self/status (0 elsewhere).
 //! Exits 2 on a usage or program error, 1 when a step names a node whose
 //! creating step failed.
@@ -16,14 +16,14 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use scalar_autodiff::execute::{Graph, Outcome};
+use scalar_autodiff::execute::{Outcome, Session};
 use scalar_autodiff::program::{Program, Step, parse_program};
 use scalar_autodiff::wire::{Json, parse};
 
 /// Run the program, timing runs of consecutive steps of one class together so
 /// that reading the clock stays small next to the work.
-fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outcome>), String> {
-    let mut graph = Graph::with_capacity(program.steps.len());
+fn time(program: &Program) -> Result<(usize, Duration, Duration, Session, Vec<Outcome>), String> {
+    let mut session = Session::with_capacity(program.steps.len());
     let mut records = Vec::new();
     let (mut forward, mut backward) = (Duration::ZERO, Duration::ZERO);
     let mut nodes = 0;
@@ -38,11 +38,11 @@ fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outc
         }
         let clock = Instant::now();
         for step in start..end {
-            match graph
+            match session
                 .execute(program, step, false)
                 .map_err(|error| error.to_string())?
             {
-                // The graph keeps every created node alive.
+                // The session keeps every created node alive.
                 Outcome::Created(_) => nodes += 1,
                 outcome => records.push(outcome),
             }
@@ -55,7 +55,7 @@ fn time(program: &Program) -> Result<(usize, Duration, Duration, Graph, Vec<Outc
         }
         start = end;
     }
-    Ok((nodes, forward, backward, graph, records))
+    Ok((nodes, forward, backward, session, records))
 }
 
 /// The resident set size in bytes (VmRSS), or 0 where /proc is not available.
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
     };
     let resident_before = resident_bytes();
     match time(&program) {
-        Ok((nodes, forward, backward, graph, records)) => {
+        Ok((nodes, forward, backward, session, records)) => {
             let rss_delta = resident_bytes().saturating_sub(resident_before);
             let line = Json::object([
                 ("engine", Json::Str("rust-scalar".into())),
@@ -114,7 +114,7 @@ fn main() -> ExitCode {
             ]);
             println!("{line}");
             drop(records);
-            drop(graph);
+            drop(session);
             ExitCode::SUCCESS
         }
         Err(message) => {

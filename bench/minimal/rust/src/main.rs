@@ -1,7 +1,8 @@
 //! The limit baseline: a minimal scalar tape engine, timed on a program file.
 //!
-//! `minimal-bench PROGRAM.json` reads a program (the fixture format, as the
-//! port's `scalar-bench` does), runs it and prints one JSON line:
+//! `minimal-bench PROGRAM.json` reads a program (the fixture format 3 form, a
+//! step's operand ids in `operands`, as the port's `scalar-bench` does), runs
+//! it and prints one JSON line:
 //! `{"engine":"rust-minimal","nodes":N,"forward_seconds":f,"backward_seconds":b,"rss_delta_bytes":m}`.
 //!
 //! The engine is what issue 18 calls a minimal tape: nodes in one array, `u32`
@@ -140,13 +141,13 @@ impl Tape {
             }
             let upstream = adjoint[i];
             for slot in 0..node.arity as usize {
-                let parent = node.operands[slot] as usize;
+                let operand = node.operands[slot] as usize;
                 let contribution = upstream * node.local[slot];
-                let after = adjoint[parent] + contribution;
+                let after = adjoint[operand] + contribution;
                 if !after.is_finite() {
-                    return Err(format!("non-finite adjoint at node {parent}"));
+                    return Err(format!("non-finite adjoint at node {operand}"));
                 }
-                adjoint[parent] = after;
+                adjoint[operand] = after;
             }
         }
         for (grad, adjoint) in self.grads.iter().zip(&adjoint) {
@@ -187,17 +188,25 @@ fn load(path: &str) -> Result<Vec<Step>, String> {
                 .copied()
                 .ok_or_else(|| format!("unknown id {id:?}"))
         };
-        let args = step["args"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        if !step["args"].is_null() {
+            return Err(format!(
+                "a {op} step has protocol 1's \"args\": programs name operand ids \"operands\""
+            ));
+        }
+        let operands = step["operands"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let parsed = match op {
             "variable" => Step::Variable(number(&step["value"])?),
             "constant" => Step::Constant(number(&step["value"])?),
-            "detach" => Step::Detach(node(&args[0])?),
+            "detach" => Step::Detach(node(&operands[0])?),
             "add" | "sub" | "mul" | "div" => {
                 let code = ["add", "sub", "mul", "div"]
                     .iter()
                     .position(|o| *o == op)
                     .unwrap_or(0);
-                Step::Binary(code as u8, node(&args[0])?, node(&args[1])?)
+                Step::Binary(code as u8, node(&operands[0])?, node(&operands[1])?)
             }
             "neg" | "pow" | "exp" | "log" | "tanh" | "relu" => {
                 let code = ["neg", "pow", "exp", "log", "tanh", "relu"]
@@ -209,7 +218,7 @@ fn load(path: &str) -> Result<Vec<Step>, String> {
                 } else {
                     0.0
                 };
-                Step::Unary(code as u8, node(&args[0])?, exponent)
+                Step::Unary(code as u8, node(&operands[0])?, exponent)
             }
             "backward" => {
                 let seed = if step["seed"].is_null() {

@@ -57,10 +57,11 @@ impl Engine {
         Err(not_connected("Engine::constant"))
     }
 
-    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one);
-    /// `exponent` is pow's constant. A non-finite value fails with non-finite-result
-    /// (operation, value); a finite value with a non-finite local derivative with
-    /// non-finite-local-derivative (operation, operand slot, value of the derivative).
+    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one),
+    /// `operands` in slot order; `exponent` is pow's constant. A non-finite value fails with
+    /// non-finite-result (operation, value); a finite value with a non-finite local derivative
+    /// with non-finite-local-derivative (operation, slot of that operand, value of the
+    /// derivative): `.text("operation", op).slot("slot", slot).number("value", d)`.
     pub fn apply(
         &mut self,
         op: &str,
@@ -103,7 +104,8 @@ impl Engine {
         Err(not_connected("Engine::gradient"))
     }
 
-    /// Optional, for the trace and order levels: what the last successful backward did.
+    /// Optional, for the trace and order levels: what the last successful backward did, each
+    /// edge as (consumer, slot) -> operand (see `PassEdge` in main.rs).
     /// Add "trace"/"order" to LEVELS when it works.
     pub fn pass_record(&mut self) -> HookResult<PassRecord> {
         Err(not_connected("Engine::pass_record"))

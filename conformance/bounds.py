@@ -39,20 +39,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from reference.crmath import cr_exp, cr_log, cr_pow, cr_tanh
 from reference.ops import OPS
 
 from .program import Program
+from .protocol import Profile
 
 #: The ulp budget of a port's libm for exp, log, tanh and pow.
 LIBM_ULPS = 4
 #: Under ``numeric``: how far another formula for one operation may land from the exact result.
 FORMULA_ULPS = 4
-#: The profiles an adapter can declare (docs/contract.md section 9).
-PROFILES = ("contract", "numeric")
-Profile = Literal["contract", "numeric"]
 
 _UNIT = 2.0**-53  # unit roundoff of binary64
 _TINY = 2.0**-1074  # the smallest subnormal: the absolute error floor of one rounding

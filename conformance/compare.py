@@ -16,27 +16,25 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Optional
 
+import msgspec
+
 from .fixture import Fixture, StepBounds, agree
+from .program import Step
+from .protocol import ErrorInfo, Level, Observation, PassRecord, Profile
 from .wire import NON_FINITE, to_json_ready, ulp_distance
 
 #: The profile a port is compared under when it declares none (docs/contract.md section 9).
-DEFAULT_PROFILE = "contract"
+DEFAULT_PROFILE = Profile.CONTRACT
 
-#: Keys whose values are floats (numbers or non-finite strings) wherever they appear.
-FLOAT_KEYS = frozenset(
-    {
-        "value",
-        "seed",
-        "pass_adjoint",
-        "stored_gradient",
-        "local_derivative",
-        "upstream",
-        "contribution",
-        "before",
-        "after",
-        "previous",
-        "stored",
-    }
+#: The float fields of an error.
+_ERROR_FLOATS = frozenset({"value", "seed", "upstream", "local_derivative", "previous", "contribution", "stored", "pass_adjoint"})
+#: Node-record fields compared at ``trace``, and which of them are floats.
+_NODE_FIELDS = ("operation", "value", "tracked", "pass_adjoint", "stored_gradient")
+#: Edge-record fields compared at ``trace`` (keyed by consumer and slot) and at ``order`` (by position).
+_TRACE_EDGE_FIELDS = ("operand", "local_derivative", "upstream", "contribution", "operand_tracked")
+_ORDER_EDGE_FIELDS = ("consumer", "slot", "operand", "before", "after")
+_RECORD_FLOATS = frozenset(
+    {"value", "pass_adjoint", "stored_gradient", "local_derivative", "upstream", "contribution", "before", "after"}
 )
 
 
@@ -73,6 +71,8 @@ class Difference:
 def _show(value: Any) -> str:
     if value is _MISSING:
         return "nothing"
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
     return json.dumps(to_json_ready(value), sort_keys=False)
 
 
@@ -91,7 +91,7 @@ def as_float(raw: Any) -> Optional[float]:
 
 
 class _Collector:
-    def __init__(self, level: str, bounds: Optional[tuple[StepBounds, ...]], limit: int) -> None:
+    def __init__(self, level: Level, bounds: Optional[tuple[StepBounds, ...]], limit: int) -> None:
         self.level = level
         self.bounds = bounds
         self.limit = limit
@@ -121,56 +121,71 @@ class _Collector:
             return None
         return self.bounds[step].get(path.split("].", 1)[1], 0.0)
 
-    def value(self, step: int, path: str, expected: Any, actual: Any, is_float: bool) -> None:
-        if is_float:
-            e, a = as_float(expected), as_float(actual)
-            if e is None or a is None:
-                if expected is None and actual is None:
-                    return
-                self.add(step, path, expected, actual)
-                return
-            bound = self.bound_at(step, path)
-            if not agree(e, a, bound):
-                if e == 0.0 and a == 0.0:  # equal but for the sign: not a distance in ulp
-                    self.add(step, path, expected, actual, note="only the sign of zero differs (-0.0 vs 0.0)")
-                else:
-                    self.add(step, path, expected, actual, ulp_distance(e, a), bound=bound)
-            elif bound and e != a:
-                # The figure of merit under a bound: how much of it the difference used.
-                self.largest = max(self.largest, abs(e - a) / bound)
+    def number(self, step: int, path: str, expected: Optional[float], actual: Optional[float]) -> None:
+        """Compare two floats (either may be None: an untracked node's adjoint) under the step's bound."""
+        if expected is None or actual is None:
+            if expected is not actual:
+                self.add(step, path, _or_missing(expected), _or_missing(actual))
             return
+        bound = self.bound_at(step, path)
+        if not agree(expected, actual, bound):
+            if expected == 0.0 and actual == 0.0:  # equal but for the sign: not a distance in ulp
+                self.add(step, path, expected, actual, note="only the sign of zero differs (-0.0 vs 0.0)")
+            else:
+                self.add(step, path, expected, actual, ulp_distance(expected, actual), bound=bound)
+        elif bound and expected != actual:
+            # The figure of merit under a bound: how much of it the difference used.
+            self.largest = max(self.largest, abs(expected - actual) / bound)
+
+    def same(self, step: int, path: str, expected: Any, actual: Any) -> None:
+        """Compare two ids, kinds, slots or flags exactly."""
         if type(expected) is not type(actual) or expected != actual:
-            self.add(step, path, expected, actual)
+            self.add(step, path, _or_missing(expected), _or_missing(actual))
 
-    def record(self, step: int, path: str, expected: dict[str, Any], actual: Any, keys: Optional[list[str]] = None) -> None:
-        """Compare two flat objects key by key (all of expected's keys, and no extra ones)."""
-        if not isinstance(actual, dict):
-            self.add(step, path, expected, actual, note="expected an object")
-            return
-        for key in keys if keys is not None else list(expected):
-            self.value(step, f"{path}.{key}", expected.get(key, _MISSING), actual.get(key, _MISSING), key in FLOAT_KEYS)
-        if keys is None:
-            for key in actual:
-                if key not in expected:
-                    self.add(step, f"{path}.{key}", _MISSING, actual[key], note="unexpected field")
+    def fields(self, step: int, path: str, expected: Any, actual: Any, names: tuple[str, ...], floats: frozenset[str]) -> None:
+        """Compare the named fields of two records."""
+        for name in names:
+            if name in floats:
+                self.number(step, f"{path}.{name}", getattr(expected, name), getattr(actual, name))
+            else:
+                self.same(step, f"{path}.{name}", getattr(expected, name), getattr(actual, name))
 
-    def gradients(self, step: int, path: str, expected: dict[str, Any], actual: Any) -> None:
-        if not isinstance(actual, dict):
-            self.add(step, path, expected, actual if actual is not None else _MISSING)
+    def error(self, step: int, path: str, expected: ErrorInfo, actual: ErrorInfo) -> None:
+        """Compare two errors: the kind, then every field of the expected kind, then any field it does not have."""
+        self.same(step, f"{path}.kind", expected.kind, actual.kind)
+        want, got = expected.fields(), actual.fields()
+        for name, value in want.items():
+            if name not in got:
+                self.add(step, f"{path}.{name}", value, _MISSING)
+            elif name in _ERROR_FLOATS:
+                self.number(step, f"{path}.{name}", value, got[name])
+            else:
+                self.same(step, f"{path}.{name}", value, got[name])
+        for name, value in got.items():
+            if name not in want:
+                self.add(step, f"{path}.{name}", _MISSING, value, note="unexpected field")
+
+    def gradients(self, step: int, path: str, expected: dict[str, float], actual: Optional[dict[str, float]]) -> None:
+        if actual is None:
+            self.add(step, path, expected, _MISSING)
             return
         for key, value in expected.items():
             if key not in actual:
                 self.add(step, f"{path}.{key}", value, _MISSING, note="no stored gradient reported for a tracked node")
             else:
-                self.value(step, f"{path}.{key}", value, actual[key], True)
+                self.number(step, f"{path}.{key}", value, actual[key])
         for key in actual:
             if key not in expected:
                 self.add(step, f"{path}.{key}", _MISSING, actual[key], note="a gradient for a node that has none")
 
 
+def _or_missing(value: Any) -> Any:
+    return _MISSING if value is None else value
+
+
 def compare_level(
     fixture: Fixture,
-    observations: list[Any],
+    observations: list[Observation],
     level: str,
     limit: int = 20,
     *,
@@ -182,124 +197,111 @@ def compare_level(
     The second value is the largest ``|expected - actual| / bound`` among floats that agree
     within a nonzero bound (0 when every float matched bit for bit). ``edges=False`` is for
     an adapter whose hello declares ``"trace": "nodes"``: ``trace`` then compares the seed
-    and the node records only, and ignores edges.
+    and the node records only, and ignores edges. The observations come decoded and
+    shape-checked (``conformance.protocol``), so only their contents can differ.
     """
-    out = _Collector(level, fixture.step_bounds(profile), limit)
+    out = _Collector(Level(level), fixture.step_bounds(Profile(profile)), limit)
     levels: dict[str, Callable[..., None]] = {
-        "values": _values,
-        "gradients": _gradients,
-        "errors": _errors,
-        "trace": partial(_trace, with_edges=edges),
-        "order": _order,
+        Level.VALUES: _values,
+        Level.GRADIENTS: _gradients,
+        Level.ERRORS: _errors,
+        Level.TRACE: partial(_trace, with_edges=edges),
+        Level.ORDER: _order,
     }
     compare = levels[level]
+    empty = Observation()
     for index, (step, expected) in enumerate(zip(fixture.program, fixture.expected)):
-        actual = observations[index] if index < len(observations) else None
-        if not isinstance(actual, dict):
-            actual = {}
+        actual = observations[index] if index < len(observations) else empty
         compare(out, index, step, expected, actual)
         if out.full:
             break
     return out.found, out.largest
 
 
-def _values(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+def _values(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:
     if step.id is None:
         return
     path = f"observations[{index}]"
-    if "error" in expected:
-        if "error" not in actual:
-            out.add(index, f"{path}.error", expected["error"], _MISSING, note=f"{step.describe()} should have failed")
+    if expected.error is not None:
+        if actual.error is None:
+            out.add(index, f"{path}.error", expected.error, _MISSING, note=f"{step.describe()} should have failed")
             return
-        out.record(index, f"{path}.error", expected["error"], actual["error"])
+        out.error(index, f"{path}.error", expected.error, actual.error)
         return
-    if "error" in actual:
-        out.add(index, f"{path}.error", _MISSING, actual["error"], note=f"{step.describe()} should have succeeded")
+    if actual.error is not None:
+        out.add(index, f"{path}.error", _MISSING, actual.error, note=f"{step.describe()} should have succeeded")
         return
-    out.record(index, path, expected, actual, ["value", "tracked"])
+    out.number(index, f"{path}.value", expected.value, actual.value)
+    out.same(index, f"{path}.tracked", expected.tracked, actual.tracked)
 
 
-def _gradients(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    if step.id is not None or "error" in expected:
+def _gradients(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:
+    if step.id is not None or expected.error is not None:
         return
     path = f"observations[{index}]"
-    if "error" in actual:
-        out.add(index, f"{path}.error", _MISSING, actual["error"], note=f"{step.describe()} failed where the reference succeeded")
+    if actual.error is not None:
+        out.add(index, f"{path}.error", _MISSING, actual.error, note=f"{step.describe()} failed where the reference succeeded")
         return
-    out.gradients(index, f"{path}.gradients", expected["gradients"], actual.get("gradients"))
+    assert expected.gradients is not None
+    out.gradients(index, f"{path}.gradients", expected.gradients, actual.gradients)
 
 
-def _errors(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    if step.id is not None or "error" not in expected:
+def _errors(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:
+    if step.id is not None or expected.error is None:
         return
     path = f"observations[{index}]"
-    if "error" not in actual:
-        out.add(index, f"{path}.error", expected["error"], _MISSING, note=f"{step.describe()} should have failed")
+    if actual.error is None:
+        out.add(index, f"{path}.error", expected.error, _MISSING, note=f"{step.describe()} should have failed")
     else:
-        out.record(index, f"{path}.error", expected["error"], actual["error"])
-    out.gradients(index, f"{path}.gradients", expected["gradients"], actual.get("gradients"))
+        out.error(index, f"{path}.error", expected.error, actual.error)
+    assert expected.gradients is not None
+    out.gradients(index, f"{path}.gradients", expected.gradients, actual.gradients)
 
 
-def _pass_of(
-    out: _Collector, index: int, expected: dict[str, Any], actual: dict[str, Any], edges: bool = True
-) -> Optional[dict[str, Any]]:
-    """The actual pass record when the expected step has one and the actual one is well formed; else None.
+def _pass_of(out: _Collector, index: int, expected: Observation, actual: Observation) -> Optional[PassRecord]:
+    """The actual pass record when the expected step has one and the actual one exists; else None.
 
-    A failed backward or a malformed record is recorded as a difference first.
-    Without ``edges`` the record's edges are not looked at (they may be missing).
+    A failed backward or a missing record is recorded as a difference first.
     """
-    if "pass" not in expected:
+    if expected.pass_ is None:
         return None
-    if "error" in actual:
+    if actual.error is not None:
         note = "backward failed where the reference succeeded"
-        out.add(index, f"observations[{index}].error", _MISSING, actual["error"], note=note)
+        out.add(index, f"observations[{index}].error", _MISSING, actual.error, note=note)
         return None
-    record = actual.get("pass")
-    if not isinstance(record, dict):
-        out.add(index, f"observations[{index}].pass", "a pass record", record if record is not None else _MISSING)
+    if actual.pass_ is None:
+        out.add(index, f"observations[{index}].pass", "a pass record", _MISSING)
         return None
-    for key in ("nodes", "edges") if edges else ("nodes",):
-        if not isinstance(record.get(key), list) or not all(isinstance(item, dict) for item in record[key]):
-            out.add(index, f"observations[{index}].pass.{key}", "a list of objects", record.get(key, _MISSING))
-            return None
-    return record
+    return actual.pass_
 
 
-def _trace(
-    out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any], with_edges: bool = True
-) -> None:
-    record = _pass_of(out, index, expected, actual, with_edges)
+def _trace(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation, with_edges: bool = True) -> None:
+    record = _pass_of(out, index, expected, actual)
     if record is None:
         return
+    assert expected.pass_ is not None
     path = f"observations[{index}].pass"
-    want = expected["pass"]
-    out.value(index, f"{path}.seed", want["seed"], record.get("seed", _MISSING), True)
-    nodes = {n.get("node"): n for n in record["nodes"]}
-    for node in want["nodes"]:
-        got = nodes.pop(node["node"], None)
+    want = expected.pass_
+    out.number(index, f"{path}.seed", want.seed, record.seed)
+    nodes = {n.node: n for n in record.nodes}
+    for node in want.nodes:
+        got = nodes.pop(node.node, None)
         if got is None:
-            out.add(index, f"{path}.nodes[{node['node']}]", node, _MISSING, note="node missing from the pass")
+            out.add(index, f"{path}.nodes[{node.node}]", node, _MISSING, note="node missing from the pass")
             continue
-        out.record(
-            index,
-            f"{path}.nodes[{node['node']}]",
-            node,
-            got,
-            ["operation", "value", "tracked", "pass_adjoint", "stored_gradient"],
-        )
+        out.fields(index, f"{path}.nodes[{node.node}]", node, got, _NODE_FIELDS, _RECORD_FLOATS)
     for name in nodes:
         out.add(index, f"{path}.nodes[{name}]", _MISSING, nodes[name], note="a node the pass should not reach")
     if not with_edges:
         return
-    edges = {(e.get("consumer"), e.get("slot")): e for e in record["edges"]}
-    for edge in want["edges"]:
-        key = (edge["consumer"], edge["slot"])
-        got = edges.pop(key, None)
-        where = f"{path}.edges[{edge['consumer']}:{edge['slot']}]"
-        if got is None:
+    edges = {(e.consumer, e.slot): e for e in record.edges}
+    for edge in want.edges:
+        got_edge = edges.pop((edge.consumer, edge.slot), None)
+        where = f"{path}.edges[{edge.consumer}:{edge.slot}]"
+        if got_edge is None:
             out.add(index, where, edge, _MISSING, note="operand edge missing (merged or skipped?)")
             continue
-        out.record(index, where, edge, got, ["operand", "local_derivative", "upstream", "contribution", "operand_tracked"])
+        out.fields(index, where, edge, got_edge, _TRACE_EDGE_FIELDS, _RECORD_FLOATS)
     for consumer, slot in edges:
         out.add(
             index,
@@ -310,13 +312,15 @@ def _trace(
         )
 
 
-def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], actual: dict[str, Any]) -> None:
+def _order(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:
     record = _pass_of(out, index, expected, actual)
     if record is None:
         return
+    assert expected.pass_ is not None
+    want = expected.pass_
     path = f"observations[{index}].pass"
-    want_nodes = [n["node"] for n in expected["pass"]["nodes"]]
-    got_nodes = [n.get("node") for n in record["nodes"]]
+    want_nodes = [n.node for n in want.nodes]
+    got_nodes = [n.node for n in record.nodes]
     if want_nodes != got_nodes:
         at = next((i for i, (a, b) in enumerate(zip(want_nodes, got_nodes)) if a != b), min(len(want_nodes), len(got_nodes)))
         out.add(
@@ -327,9 +331,9 @@ def _order(out: _Collector, index: int, step: Any, expected: dict[str, Any], act
             note="topology differs from the canonical depth-first post-order",
         )
         return
-    for position, (edge, got) in enumerate(zip(expected["pass"]["edges"], record["edges"])):
-        out.record(index, f"{path}.edges[{position}]", edge, got, ["consumer", "slot", "operand", "before", "after"])
+    for position, (edge, got) in enumerate(zip(want.edges, record.edges)):
+        out.fields(index, f"{path}.edges[{position}]", edge, got, _ORDER_EDGE_FIELDS, _RECORD_FLOATS)
         if out.found:
             return
-    if len(record["edges"]) != len(expected["pass"]["edges"]):
-        out.add(index, f"{path}.edges", f"{len(expected['pass']['edges'])} edges", f"{len(record['edges'])} edges")
+    if len(record.edges) != len(want.edges):
+        out.add(index, f"{path}.edges", f"{len(want.edges)} edges", f"{len(record.edges)} edges")

@@ -18,6 +18,7 @@ from typing import Any, Optional
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture
 from .mutants import BUGS, MutantEngine
+from .protocol import Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
@@ -96,16 +97,16 @@ def diagnose_error(message: str) -> Optional[str]:
     return None
 
 
-def _changed_on_failure(fixture: Fixture, observations: list[Any]) -> Optional[str]:
-    previous: Optional[dict[str, Any]] = None
+def _changed_on_failure(fixture: Fixture, observations: list[Observation]) -> Optional[str]:
+    previous: Optional[dict[str, float]] = None
     for step, observation in zip(fixture.program, observations):
-        if step.id is not None or not isinstance(observation, dict):
+        if step.id is not None:
             continue
-        gradients = observation.get("gradients")
-        if "error" in observation and isinstance(previous, dict) and isinstance(gradients, dict):
+        gradients = observation.gradients
+        if observation.error is not None and previous is not None and gradients is not None:
             if any(gradients.get(name) != value for name, value in previous.items()):
                 return BUGS["partial-commit"]
-        if isinstance(gradients, dict):
+        if gradients is not None:
             previous = gradients
     return None
 

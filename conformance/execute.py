@@ -1,123 +1,87 @@
-"""Run a program on the reference engine and observe every step.
+"""The reference engine as a ``Session``: what the generator records and the python adapter answers.
 
-This is what the generator records as a fixture's expectations and what the
-python adapter answers on the wire. One observation per step:
-
-    creation, ok:      {"value": v, "tracked": b}
-    creation, failed:  {"error": {"kind": k, ...fields}}
-    backward, ok:      {"gradients": {id: g, ...}, "pass": {"seed", "nodes", "edges"}}
-    backward, failed:  {"error": {...}, "gradients": {...}}
-    zero_grad:         {"gradients": {...}}
-
-``gradients`` holds the stored gradient of every tracked node the program has
-created so far, so a step that touches a node it should not is visible.
-Nodes are named by program id everywhere.
+``run_program`` observes a program on a fresh reference graph (see ``conformance.observe``
+for the loop and ``conformance.protocol`` for the observation types). ``gradients`` holds
+the stored gradient of every tracked node the program has created so far, so a step that
+touches a node it should not is visible. Nodes are named by program id everywhere.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Optional
 
 import reference
-from reference import EngineError, Node, PassRecord
-from reference.errors import NODE_FIELDS
+from reference import Node
+from reference import PassRecord as ReferencePassRecord
 
-from .program import Program, ProgramError
+from .observe import observe
+from .program import Program, ProgramError, Step
+from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
-Observation = dict[str, Any]
+
+class ReferenceSession:
+    """One program on a fresh reference graph."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.names: dict[Node, str] = {}
+
+    def create(self, step: Step) -> tuple[float, bool]:
+        """Create the step's node with the reference's constructors."""
+        assert step.id is not None
+        if step.op == "variable":
+            node = reference.variable(step.value)  # type: ignore[arg-type]
+        elif step.op == "constant":
+            node = reference.constant(step.value)  # type: ignore[arg-type]
+        elif step.op == "detach":
+            node = self._lookup(step.operands[0]).detach()
+        else:
+            node = reference.apply(step.op, tuple(self._lookup(name) for name in step.operands), step.exponent)
+        self.nodes[step.id] = node
+        self.names[node] = step.id
+        return node.value, node.tracked
+
+    def backward(self, output: str, seed: float, record: bool) -> Optional[PassRecord]:
+        """The reference's backward, its record named by program ids."""
+        raw = self._lookup(output).backward(seed)
+        return pass_record(raw, self.names) if record else None
+
+    def zero_grad(self, output: str) -> None:
+        """The reference's zero_grad."""
+        self._lookup(output).zero_grad()
+
+    def gradients(self) -> dict[str, float]:
+        """Every stored gradient, by id."""
+        return {name: node.grad for name, node in self.nodes.items() if node.grad is not None}
+
+    def name(self, node: Node) -> str:
+        """The id a node was created under."""
+        return self.names[node]
+
+    def _lookup(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise ProgramError(f"id {name!r} was never created (its creating step failed)") from None
 
 
 def run_program(program: Program, *, record_pass: bool = True) -> list[Observation]:
-    """Execute ``program`` on a fresh reference graph and return one observation per step.
-
-    Raises ProgramError when a step names an id whose creating step failed.
-    """
-    nodes: dict[str, Node] = {}
-    names: dict[Node, str] = {}
-    observations: list[Observation] = []
-    for index, step in enumerate(program):
-        try:
-            if step.id is not None:
-                node = _create(step, nodes, index)
-                nodes[step.id] = node
-                names[node] = step.id
-                observations.append({"value": node.value, "tracked": node.tracked})
-                continue
-            output = _lookup(nodes, step.output, index)  # type: ignore[arg-type]
-            if step.op == "zero_grad":
-                output.zero_grad()
-                observations.append({"gradients": _gradients(nodes)})
-                continue
-            record = output.backward(1.0 if step.seed is None else step.seed)
-            observation: Observation = {"gradients": _gradients(nodes)}
-            if record_pass:
-                observation["pass"] = pass_to_json(record, names)
-            observations.append(observation)
-        except EngineError as error:
-            failed: Observation = {"error": error_to_json(error, names)}
-            if step.id is None:
-                failed["gradients"] = _gradients(nodes)
-            observations.append(failed)
-    return observations
+    """Execute ``program`` on a fresh reference graph and return one observation per step."""
+    return observe(ReferenceSession(), program, record_pass=record_pass)
 
 
-def _create(step: Any, nodes: dict[str, Node], index: int) -> Node:
-    if step.op == "variable":
-        return reference.variable(step.value)
-    if step.op == "constant":
-        return reference.constant(step.value)
-    operands = tuple(_lookup(nodes, name, index) for name in step.operands)
-    if step.op == "detach":
-        return operands[0].detach()
-    return reference.apply(step.op, operands, step.exponent)
-
-
-def _lookup(nodes: dict[str, Node], name: str, index: int) -> Node:
-    try:
-        return nodes[name]
-    except KeyError:
-        raise ProgramError(f"step {index}: id {name!r} was never created (its creating step failed)") from None
-
-
-def _gradients(nodes: dict[str, Node]) -> dict[str, float]:
-    return {name: node.grad for name, node in nodes.items() if node.grad is not None}
-
-
-def error_to_json(error: EngineError, names: dict[Node, str]) -> dict[str, Any]:
-    """The error as wire data: its kind, then its fields with nodes named by program id."""
-    data: dict[str, Any] = {"kind": error.kind}
-    for field, value in error.fields.items():
-        data[field] = names[value] if field in NODE_FIELDS else value
-    return data
-
-
-def pass_to_json(record: PassRecord, names: dict[Node, str]) -> dict[str, Any]:
-    """The pass record as wire data, nodes in topology order, edges in processing order."""
-    return {
-        "seed": record.seed,
-        "nodes": [
-            {
-                "node": names[n.node],
-                "operation": n.operation,
-                "value": n.value,
-                "tracked": n.tracked,
-                "pass_adjoint": n.pass_adjoint,
-                "stored_gradient": n.stored_gradient,
-            }
-            for n in record.nodes
+def pass_record(record: ReferencePassRecord, names: dict[Node, str]) -> PassRecord:
+    """The reference's pass record with nodes named by program id."""
+    # From the record's raw columns: the same numbers as ``record.nodes``/``record.edges``, without
+    # building the reference's record objects first.
+    return PassRecord(
+        seed=record.seed,
+        nodes=[
+            NodeRecord(names[node], node.operation, node.value, node.tracked, pass_adjoint, stored)
+            for node, pass_adjoint, stored in zip(record.topology, record.pass_adjoints, record.stored_gradients)
         ],
-        "edges": [
-            {
-                "consumer": names[e.consumer],
-                "slot": e.slot,
-                "operand": names[e.operand],
-                "local_derivative": e.local_derivative,
-                "upstream": e.upstream,
-                "contribution": e.contribution,
-                "operand_tracked": e.operand_tracked,
-                "before": e.before,
-                "after": e.after,
-            }
-            for e in record.edges
+        edges=[
+            EdgeRecord(names[consumer], slot, names[operand], local, upstream, contribution, tracked, before, after)
+            for consumer, slot, operand, local, upstream, contribution, tracked, before, after in record.edge_rows
         ],
-    }
+    )

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .fixture import LEVELS
 from .mutants import BUGS
+from .protocol import LEVELS
 from .tomlfile import load_toml
 
 

@@ -13,18 +13,20 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Any, Optional
 
 import jsonschema
 import jsonschema_rs
+import msgspec
 
 from .program import Program, ProgramError, parse_program
+from .protocol import Level, Observation, Profile
 from .wire import WireError, decode_float, load_json_file, to_json_ready, ulp_distance
 
 FORMAT_VERSION = 3
-LEVELS = ("values", "gradients", "errors", "trace", "order")
 SCHEMA_NAME = "fixture.schema.json"
 #: The folder under fixtures/ that holds model-level records (docs/fixtures.md), not cases.
 RECORDS_DIR = "llm-records"
@@ -56,6 +58,13 @@ class FixtureBug(ValueError):
 StepBounds = dict[str, float]
 
 
+class Mode(StrEnum):
+    """How a fixture's floats are compared under the contract profile."""
+
+    EXACT = "exact"
+    BOUNDS = "bounds"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """How floats are compared for one fixture.
@@ -67,22 +76,22 @@ class Comparison:
     same bits, or both finite and ``|e - a| <= bound``.
     """
 
-    mode: str
+    mode: Mode
     reason: str
 
     @property
     def exact(self) -> bool:
         """Whether the contract profile compares this fixture bit for bit."""
-        return self.mode == "exact"
+        return self.mode is Mode.EXACT
 
     def to_json(self) -> dict[str, Any]:
         """The policy as fixture data."""
-        return {"mode": self.mode, "reason": self.reason}
+        return {"mode": self.mode.value, "reason": self.reason}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Comparison":
         """Read a policy from fixture data (already schema-checked)."""
-        return Comparison(data["mode"], data["reason"])
+        return Comparison(Mode(data["mode"]), data["reason"])
 
 
 def agree(expected: float, actual: float, bound: Optional[float]) -> bool:
@@ -106,18 +115,18 @@ class Fixture:
     description: str
     ops: tuple[str, ...]
     features: tuple[str, ...]
-    levels: tuple[str, ...]
+    levels: tuple[Level, ...]
     comparison: Comparison
     program: Program
-    expected: tuple[dict[str, Any], ...]
+    expected: tuple[Observation, ...]
     provenance: dict[str, str]
     bounds: dict[str, tuple[StepBounds, ...]]
     """Per profile (``contract`` only when the comparison is not exact, ``numeric`` always), one map per step."""
     path: Optional[Path] = None
 
-    def step_bounds(self, profile: str) -> Optional[tuple[StepBounds, ...]]:
+    def step_bounds(self, profile: Profile) -> Optional[tuple[StepBounds, ...]]:
         """The bounds a profile compares this fixture under; None when it compares bit for bit."""
-        if profile == "contract" and self.comparison.exact:
+        if profile is Profile.CONTRACT and self.comparison.exact:
             return None
         return self.bounds[profile]
 
@@ -129,10 +138,10 @@ class Fixture:
             "description": self.description,
             "ops": list(self.ops),
             "features": list(self.features),
-            "levels": list(self.levels),
+            "levels": [level.value for level in self.levels],
             "comparison": self.comparison.to_json(),
             "program": [step.to_json() for step in self.program],
-            "expected": list(self.expected),
+            "expected": [observation.to_json() for observation in self.expected],
             "bounds": {profile: list(steps) for profile, steps in self.bounds.items()},
             "provenance": dict(self.provenance),
         }
@@ -210,10 +219,10 @@ def load_fixture(path: Path, root: Path = FIXTURES_DIR) -> Fixture:
         description=data["description"],
         ops=tuple(data["ops"]),
         features=tuple(data["features"]),
-        levels=tuple(data["levels"]),
+        levels=tuple(Level(level) for level in data["levels"]),
         comparison=comparison,
         program=program,
-        expected=tuple(data["expected"]),
+        expected=_observations(data["expected"], source),
         provenance=data["provenance"],
         bounds=bounds,
         path=path,
@@ -238,6 +247,14 @@ def _read_bounds(data: dict[str, Any], comparison: Comparison, steps: int, sourc
         except WireError as error:
             raise FixtureBug(f"{source}: {error}") from None
     return out
+
+
+def _observations(raw: list[Any], source: str) -> tuple[Observation, ...]:
+    # Already schema-checked; strict=False reads the wire's "inf", "-inf" and "nan" as floats.
+    try:
+        return tuple(msgspec.convert(raw, list[Observation], strict=False))
+    except msgspec.ValidationError as error:  # pragma: no cover - the schema caught it first
+        raise FixtureBug(f"{source}: field 'expected': {error}") from None
 
 
 def fixture_paths(root: Path = FIXTURES_DIR) -> list[Path]:

@@ -36,10 +36,11 @@ from hypothesis.errors import Flaky
 from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import diagnose, diagnose_error, simulate
 from .expected import Expected, bugs_of
-from .fixture import FIXTURES_DIR, LEVELS, Fixture
+from .fixture import FIXTURES_DIR, Fixture
 from .generate import Case, build_fixture, generate, write_atomic
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
+from .protocol import LEVELS
 from .runner import level_gaps
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport

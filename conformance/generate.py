@@ -21,23 +21,26 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+import msgspec
+
 import reference
 from reference.ops import IEEE_EXACT_OPS
 
-from .bounds import LIBM_ULPS, Profile, derive_bounds
+from .bounds import LIBM_ULPS, derive_bounds
 from .execute import run_program
 from .fixture import (
     FIXTURES_DIR,
-    LEVELS,
     Comparison,
     Fixture,
     FixtureBug,
+    Mode,
     fixture_paths,
     fixture_text,
     record_paths,
     validate_data,
 )
 from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
+from .protocol import LEVELS, Level, Observation, Profile
 from .tomlfile import load_toml
 from .wire import float_bits_equal, to_json_ready
 
@@ -112,8 +115,8 @@ def build_fixture(case: Case) -> Fixture:
         raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     levels = case.levels or default_levels(case.program, observations)
     comparison = choose_comparison(case.program, observations)
-    if "trace" not in levels and "order" not in levels:
-        observations = [{k: v for k, v in obs.items() if k != "pass"} for obs in observations]
+    if Level.TRACE not in levels and Level.ORDER not in levels:
+        observations = [msgspec.structs.replace(obs, pass_=None) for obs in observations]
     try:
         bounds = fixture_bounds(case.program, observations, comparison)
     except BoundsMismatch as error:
@@ -137,26 +140,26 @@ def build_fixture(case: Case) -> Fixture:
     return fixture
 
 
-def default_levels(program: Program, observations: list[dict[str, Any]]) -> tuple[str, ...]:
+def default_levels(program: Program, observations: list[Observation]) -> tuple[Level, ...]:
     """The levels a case checks: values always, then whatever its steps exercise."""
-    levels = ["values"]
+    levels = [Level.VALUES]
     if any(step.op in ("backward", "zero_grad") for step in program):
-        levels.append("gradients")
-    if any("error" in obs for obs in observations):
-        levels.append("errors")
-    if any("pass" in obs for obs in observations):
-        levels += ["trace", "order"]
+        levels.append(Level.GRADIENTS)
+    if any(obs.error is not None for obs in observations):
+        levels.append(Level.ERRORS)
+    if any(obs.pass_ is not None for obs in observations):
+        levels += [Level.TRACE, Level.ORDER]
     return tuple(levels)
 
 
-def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> Comparison:
+def choose_comparison(program: Program, observations: list[Observation]) -> Comparison:
     """Exact when provably order-independent and IEEE-exact, else per-value bounds (docs/contract.md section 9)."""
     leaves = {"variable", "constant", "detach"}
     inexact = sorted({step.op for step in program if step.id and step.op not in IEEE_EXACT_OPS} - leaves)
     crowded = _order_dependent_sums(observations)
     if not inexact and not crowded:
         return Comparison(
-            "exact",
+            Mode.EXACT,
             "every op is IEEE-exact and every pass adjoint sums at most two contributions "
             "or dyadic contributions whose every partial sum is exact, so any valid order gives the same bits",
         )
@@ -170,7 +173,7 @@ def choose_comparison(program: Program, observations: list[dict[str, Any]]) -> C
     if crowded:
         reasons.append(f"{crowded} pass adjoint(s) sum three or more inexact contributions, in any order")
     return Comparison(
-        "bounds",
+        Mode.BOUNDS,
         "; ".join(reasons) + ": each float's bound is derived from these by interval evaluation (field bounds)",
     )
 
@@ -180,7 +183,7 @@ class BoundsMismatch(ValueError):
 
 
 def fixture_bounds(
-    program: Program, observations: list[dict[str, Any]], comparison: Comparison
+    program: Program, observations: list[Observation], comparison: Comparison
 ) -> dict[str, tuple[dict[str, float], ...]]:
     """The fixture's bounds: ``numeric`` always, ``contract`` unless compared exactly.
 
@@ -189,8 +192,8 @@ def fixture_bounds(
     reference's graph; each must equal the observed float bit for bit, or the fixture is not
     made.
     """
-    profiles: tuple[Profile, ...] = ("numeric",) if comparison.exact else ("contract", "numeric")
-    observed = [_observed_floats(observation) for observation in observations]
+    profiles = (Profile.NUMERIC,) if comparison.exact else (Profile.CONTRACT, Profile.NUMERIC)
+    observed = [observation.floats() for observation in observations]
     out: dict[str, tuple[dict[str, float], ...]] = {}
     for profile in profiles:
         steps = derive_bounds(program, profile)
@@ -207,27 +210,6 @@ def fixture_bounds(
     return out
 
 
-def _observed_floats(observation: dict[str, Any]) -> dict[str, Any]:
-    """Every float an observation holds, by its bounds path (docs/fixtures.md)."""
-    out: dict[str, Any] = {}
-    if "value" in observation:
-        out["value"] = observation["value"]
-    for key in ("gradients", "error"):
-        for name, value in observation.get(key, {}).items():
-            out[f"{key}.{name}"] = value
-    record = observation.get("pass")
-    if record is not None:
-        for node in record["nodes"]:
-            for key in ("value", "pass_adjoint", "stored_gradient"):
-                out[f"pass.nodes[{node['node']}].{key}"] = node[key]
-        for position, edge in enumerate(record["edges"]):
-            for key in ("local_derivative", "upstream", "contribution"):
-                out[f"pass.edges[{edge['consumer']}:{edge['slot']}].{key}"] = edge[key]
-            for key in ("before", "after"):
-                out[f"pass.edges[{position}].{key}"] = edge[key]
-    return out
-
-
 def compact_bound(bound: float) -> float:
     """A bound rounded up to three significant digits, so fixture files stay small and never tighter."""
     if not math.isfinite(bound):
@@ -239,16 +221,15 @@ def compact_bound(bound: float) -> float:
     return rounded
 
 
-def _order_dependent_sums(observations: list[dict[str, Any]]) -> int:
+def _order_dependent_sums(observations: list[Observation]) -> int:
     crowded = 0
     for obs in observations:
-        record = obs.get("pass")
-        if record is None:
+        if obs.pass_ is None:
             continue
         by_operand: dict[str, list[float]] = {}
-        for edge in record["edges"]:
-            if edge["operand_tracked"]:
-                by_operand.setdefault(edge["operand"], []).append(edge["contribution"])
+        for edge in obs.pass_.edges:
+            if edge.operand_tracked:
+                by_operand.setdefault(edge.operand, []).append(edge.contribution)
         crowded += sum(1 for parts in by_operand.values() if len(parts) > 2 and not _exact_in_any_order(parts))
     return crowded
 

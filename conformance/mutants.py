@@ -17,7 +17,6 @@ from typing import Any, Callable, Optional
 
 from reference.crmath import cr_pow, ieee_div
 from reference.errors import (
-    NODE_FIELDS,
     EngineError,
     NonFiniteAccumulatedGradient,
     NonFiniteContribution,
@@ -30,7 +29,9 @@ from reference.errors import (
 )
 from reference.ops import OPS
 
-from .program import Program, ProgramError
+from .observe import observe
+from .program import Program, ProgramError, Step
+from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
 _finite = math.isfinite
 
@@ -143,6 +144,8 @@ class MutantEngine:
         self._created: list[_Node] = []  # every node of the current program, in creation order
         self._interned: dict[Any, _Node] = {}  # the merging bugs' table
         self._kept: Optional[_Node] = None  # failed-op-kept: the node a failed operation left behind
+        self._nodes: dict[str, _Node] = {}  # the current program's nodes by id
+        self._names: dict[int, str] = {}  # and their ids by node identity
 
     # -- graph ----------------------------------------------------------------
 
@@ -378,80 +381,72 @@ class MutantEngine:
 
     # -- programs ---------------------------------------------------------------
 
-    def run(self, program: Program) -> list[dict[str, Any]]:
-        """Run a program and observe every step in the wire format (see conformance.execute)."""
-        nodes: dict[str, _Node] = {}
-        names: dict[int, str] = {}
-        observations: list[dict[str, Any]] = []
+    def run(self, program: Program) -> list[Observation]:
+        """Run a program on a fresh graph and observe every step (see conformance.observe)."""
         self._created, self._interned, self._kept = [], {}, None
+        self._nodes, self._names = {}, {}
+        return observe(self, program)
 
-        def gradients() -> dict[str, float]:
-            return {name: node.grad for name, node in nodes.items() if node.grad is not None}
+    # -- the Session interface (conformance.observe) -----------------------------------
 
-        for step in program:
-            try:
-                if step.id is not None:
-                    if step.op in ("variable", "constant"):
-                        node = self._leaf(step.op, step.value)  # type: ignore[arg-type]
-                    elif step.op == "detach":
-                        node = self._detach(self._get(nodes, step.operands[0]))
-                    else:
-                        node = self._apply(step.op, tuple(self._get(nodes, a) for a in step.operands), step.exponent)
-                    nodes[step.id] = node
-                    names[id(node)] = step.id
-                    observations.append({"value": node.value, "tracked": node.tracked})
-                elif step.op == "zero_grad":
-                    self._zero_grad(self._get(nodes, step.output))  # type: ignore[arg-type]
-                    observations.append({"gradients": gradients()})
-                else:
-                    output = self._get(nodes, step.output)  # type: ignore[arg-type]
-                    record = self._backward(output, 1.0 if step.seed is None else step.seed)
-                    observations.append({"gradients": gradients(), "pass": _pass_json(record, names)})
-            except EngineError as error:
-                if self._kept is not None and step.id is not None:
-                    nodes[step.id], names[id(self._kept)], self._kept = self._kept, step.id, None
-                failed: dict[str, Any] = {
-                    "error": {"kind": error.kind, **{k: names[id(v)] if k in NODE_FIELDS else v for k, v in error.fields.items()}}
-                }
-                if step.id is None:
-                    failed["gradients"] = gradients()
-                observations.append(failed)
-        return observations
+    def create(self, step: Step) -> tuple[float, bool]:
+        """Create the step's node, with this engine's bug."""
+        assert step.id is not None
+        try:
+            if step.op in ("variable", "constant"):
+                node = self._leaf(step.op, step.value)  # type: ignore[arg-type]
+            elif step.op == "detach":
+                node = self._detach(self._get(step.operands[0]))
+            else:
+                node = self._apply(step.op, tuple(self._get(a) for a in step.operands), step.exponent)
+        except EngineError:
+            if self._kept is not None:  # failed-op-kept: the failed node stays under its id
+                self._nodes[step.id], self._names[id(self._kept)], self._kept = self._kept, step.id, None
+            raise
+        self._nodes[step.id] = node
+        self._names[id(node)] = step.id
+        return node.value, node.tracked
 
-    @staticmethod
-    def _get(nodes: dict[str, _Node], name: str) -> _Node:
-        if name not in nodes:
+    def backward(self, output: str, seed: float, record: bool) -> Optional[PassRecord]:
+        """Backward with this engine's bug; the record names nodes by id."""
+        raw = self._backward(self._get(output), seed)
+        return _pass_record(raw, self._names) if record else None
+
+    def zero_grad(self, output: str) -> None:
+        """zero_grad with this engine's bug."""
+        self._zero_grad(self._get(output))
+
+    def gradients(self) -> dict[str, float]:
+        """Every stored gradient, by id."""
+        return {name: node.grad for name, node in self._nodes.items() if node.grad is not None}
+
+    def name(self, node: Any) -> str:
+        """The id a node was created under."""
+        return self._names[id(node)]
+
+    def _get(self, name: str) -> _Node:
+        if name not in self._nodes:
             raise ProgramError(f"id {name!r} was never created")
-        return nodes[name]
+        return self._nodes[name]
 
 
-def _pass_json(record: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+def _pass_record(record: dict[str, Any], names: dict[int, str]) -> PassRecord:
     has_grad = record["has_grad"]
-    return {
-        "seed": record["seed"],
-        "nodes": [
-            {
-                "node": names[id(n)],
-                "operation": n.operation,
-                "value": n.value,
-                "tracked": n.tracked,
-                "pass_adjoint": record["adjoint"].get(id(n)) if has_grad(n) else None,
-                "stored_gradient": n.grad,
-            }
+    return PassRecord(
+        seed=record["seed"],
+        nodes=[
+            NodeRecord(
+                names[id(n)],
+                n.operation,
+                n.value,
+                n.tracked,
+                record["adjoint"].get(id(n)) if has_grad(n) else None,
+                n.grad,
+            )
             for n in record["topo"]
         ],
-        "edges": [
-            {
-                "consumer": names[id(c)],
-                "slot": slot,
-                "operand": names[id(o)],
-                "local_derivative": local,
-                "upstream": up,
-                "contribution": contribution,
-                "operand_tracked": tracked,
-                "before": before,
-                "after": after,
-            }
+        edges=[
+            EdgeRecord(names[id(c)], slot, names[id(o)], local, up, contribution, tracked, before, after)
             for c, slot, o, local, up, contribution, tracked, before, after in record["edges"]
         ],
-    }
+    )

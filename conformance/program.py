@@ -119,6 +119,11 @@ def _parse_step(item: Any, where: str, known: set[str]) -> Step:
         choices = ", ".join((*LEAF_OPS, "detach", *OPS, *GRADIENT_OPS))
         raise ProgramError(f"{where}: field 'op': unknown operation {op!r} (known: {choices})")
     shape = "leaf" if op in LEAF_OPS else op if op in ("pow", "backward", "zero_grad") else "apply"
+    if "args" in item and shape not in ("leaf", "backward", "zero_grad"):
+        raise ProgramError(
+            f"{where} ({op}): field 'args' is the old name (protocol 1, fixture format 2): an operation lists its ids "
+            "in 'operands'"
+        )
     unexpected = sorted(set(item) - _ALLOWED_KEYS[shape])
     if unexpected:
         raise ProgramError(f"{where} ({op}): unexpected field {unexpected[0]!r}")

@@ -1,9 +1,37 @@
-"""The adapter protocol (docs/protocol.md): its version and what changed between versions."""
+"""The adapter protocol (docs/protocol.md): every message as a type, decoded and validated here.
+
+The messages are msgspec Structs: one definition gives typed decoding with precise
+error paths (``$.observations[3].gradients.x``), fast JSON in both directions, and
+the JSON Schema a port can validate its replies against (``protocol_schema``). Nothing
+else in the kit reads or writes the wire form of an observation.
+
+The vocabulary (docs/contract.md section 1): an edge is (consumer, slot) -> operand.
+
+Floats on the wire are JSON numbers, or the strings "inf", "-inf" and "nan"; ``-0``
+written as an integer is negative zero (docs/protocol.md, "Numbers"). The decoder reads a
+number written as any other string leniently, as that number; the schema is the strict
+form.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from enum import StrEnum
+from typing import Any, Optional, Union
+
+import msgspec
+
+from reference.errors import ERROR_KINDS as _ERROR_CLASSES
+
+from . import wire
+from .program import DECLARABLE_OPS, GRADIENT_OPS, Program, Step
+
 #: The protocol version this kit speaks; an adapter's hello must carry the same number.
 PROTOCOL_VERSION = 2
+
+#: The longest reply line the harness reads.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 #: What changed since each older version, for the message an adapter speaking it gets.
 CHANGES_SINCE: dict[int, str] = {
@@ -17,9 +45,461 @@ CHANGES_SINCE: dict[int, str] = {
 }
 
 
+class Level(StrEnum):
+    """A conformance level: what a comparison looks at (docs/protocol.md, "Levels")."""
+
+    VALUES = "values"
+    GRADIENTS = "gradients"
+    ERRORS = "errors"
+    TRACE = "trace"
+    ORDER = "order"
+
+
+#: Every level, in the contract's order.
+LEVELS: tuple[Level, ...] = tuple(Level)
+
+
+class Profile(StrEnum):
+    """How floats are compared (docs/contract.md section 9)."""
+
+    CONTRACT = "contract"
+    NUMERIC = "numeric"
+
+
+class TraceKind(StrEnum):
+    """What an adapter's pass records hold: node and edge records, or node records only."""
+
+    FULL = "full"
+    NODES = "nodes"
+
+
+#: The fields of every error kind of the contract, in the contract's order.
+ERROR_FIELDS: dict[str, tuple[str, ...]] = {kind: cls.field_names for kind, cls in _ERROR_CLASSES.items()}
+#: Every error kind of the contract: an adapter reports all of them unless its hello's ``error_kinds`` says less.
+ERROR_KINDS: tuple[str, ...] = tuple(ERROR_FIELDS)
+#: The error kinds of a failed creation (compared at ``values``); the others are backward's (``errors``).
+CREATION_ERROR_KINDS = ("non-finite-leaf", "non-finite-result", "non-finite-local-derivative")
+#: Error fields that name a node by program id.
+NODE_FIELDS = frozenset({"consumer", "operand", "node"})
+#: Error fields that hold text; ``slot`` is an integer and every other field a float.
+TEXT_FIELDS = frozenset({"operation", *NODE_FIELDS})
+#: The optional features a hello may declare.
+FEATURES = ("seed",)
+
+
+class ProtocolError(ValueError):
+    """A message that breaks the protocol; the text names the message, the field path and what was expected."""
+
+
+class NotJSON(ProtocolError):
+    """A line that is not JSON at all."""
+
+
+# -- observations ------------------------------------------------------------------
+
+
+class ErrorInfo(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """A contract error as observed: its kind and exactly that kind's fields, nodes by program id.
+
+    The fields are in an order that writes every kind's fields in the contract's order.
+    """
+
+    kind: str
+    operation: Optional[str] = None
+    consumer: Optional[str] = None
+    slot: Optional[int] = None
+    operand: Optional[str] = None
+    node: Optional[str] = None
+    value: Optional[float] = None
+    seed: Optional[float] = None
+    upstream: Optional[float] = None
+    local_derivative: Optional[float] = None
+    previous: Optional[float] = None
+    contribution: Optional[float] = None
+    stored: Optional[float] = None
+    pass_adjoint: Optional[float] = None
+
+    def fields(self) -> dict[str, Any]:
+        """The fields it carries (every field that is set), in the contract's order."""
+        return {name: getattr(self, name) for name in self.__struct_fields__[1:] if getattr(self, name) is not None}
+
+
+class NodeRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """One node of a pass's topology; ``pass_adjoint`` and ``stored_gradient`` are None when untracked."""
+
+    node: str
+    operation: str
+    value: float
+    tracked: bool
+    pass_adjoint: Optional[float]
+    stored_gradient: Optional[float]
+
+
+class EdgeRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """One operand edge as backward walked it: (consumer, slot) -> operand.
+
+    ``before`` and ``after`` are the operand's pass adjoint around this edge, None when it is untracked.
+    """
+
+    consumer: str
+    slot: int
+    operand: str
+    local_derivative: float
+    upstream: float
+    contribution: float
+    operand_tracked: bool
+    before: Optional[float]
+    after: Optional[float]
+
+
+class PassRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """A successful backward: the seed, nodes in topology order, edges in processing order.
+
+    ``edges`` may be left out by an adapter whose hello declares ``"trace": "nodes"``.
+    """
+
+    seed: float
+    nodes: list[NodeRecord]
+    edges: list[EdgeRecord] = msgspec.field(default_factory=list)
+
+
+class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """What one step showed (docs/protocol.md, "Observations"); fields that do not apply are None.
+
+    creation: ``value`` and ``tracked``, or ``error``; backward: ``gradients`` (and ``pass``), or
+    ``error`` and ``gradients``; zero_grad: ``gradients``. ``gradients`` maps the id of every
+    tracked node created so far to its stored gradient.
+    """
+
+    value: Optional[float] = None
+    tracked: Optional[bool] = None
+    error: Optional[ErrorInfo] = None
+    gradients: Optional[dict[str, float]] = None
+    pass_: Optional[PassRecord] = msgspec.field(default=None, name="pass")
+
+    def floats(self) -> dict[str, float]:
+        """Every float it holds, by its path under the observation (docs/fixtures.md, "bounds").
+
+        The same paths as a report's ``observations[i].PATH`` and a fixture's bounds: ``value``,
+        ``gradients.ID``, ``error.FIELD``, ``pass.nodes[ID].FIELD``, ``pass.edges[CONSUMER:SLOT].FIELD``
+        for an edge's own floats and ``pass.edges[POSITION].before|after`` for the running sums.
+        """
+        out: dict[str, float] = {}
+        if self.value is not None:
+            out["value"] = self.value
+        for name, gradient in (self.gradients or {}).items():
+            out[f"gradients.{name}"] = gradient
+        if self.error is not None:
+            for name, field in self.error.fields().items():
+                if isinstance(field, float):
+                    out[f"error.{name}"] = field
+        if self.pass_ is not None:
+            for node in self.pass_.nodes:
+                for key in ("value", "pass_adjoint", "stored_gradient"):
+                    number = getattr(node, key)
+                    if number is not None:
+                        out[f"pass.nodes[{node.node}].{key}"] = number
+            for position, edge in enumerate(self.pass_.edges):
+                where = f"pass.edges[{edge.consumer}:{edge.slot}]"
+                out[f"{where}.local_derivative"] = edge.local_derivative
+                out[f"{where}.upstream"] = edge.upstream
+                out[f"{where}.contribution"] = edge.contribution
+                for key in ("before", "after"):
+                    number = getattr(edge, key)
+                    if number is not None:
+                        out[f"pass.edges[{position}].{key}"] = number
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The observation as plain data (floats as Python floats, non-finite included)."""
+        data: dict[str, Any] = msgspec.to_builtins(self, builtin_types=(float,))
+        return data
+
+
+def shape_problem(step: Step, observation: Observation) -> Optional[str]:
+    """What is wrong with the shape of ``observation`` for ``step`` (docs/protocol.md), or None."""
+    has = {name for name in ("value", "tracked", "error", "gradients") if getattr(observation, name) is not None}
+    if observation.pass_ is not None:
+        has.add("pass")
+    if observation.error is not None:
+        problem = _error_problem(observation.error)
+        if problem:
+            return problem
+    allowed: tuple[set[str], ...]
+    if step.id is not None:
+        allowed = ({"value", "tracked"}, {"error"})
+    elif step.op == "backward":
+        allowed = ({"gradients"}, {"gradients", "pass"}, {"error", "gradients"})
+    else:
+        allowed = ({"gradients"},)
+    if has in allowed:
+        return None
+    shapes = " or ".join("{" + ", ".join(sorted(shape)) + "}" for shape in allowed)
+    return f"a {step.op} step is observed as {shapes}, got {{{', '.join(sorted(has))}}}"
+
+
+def _error_problem(error: ErrorInfo) -> Optional[str]:
+    wanted = ERROR_FIELDS.get(error.kind)
+    if wanted is None:
+        return f"error: unknown kind {error.kind!r} (known: {', '.join(ERROR_KINDS)})"
+    got = tuple(error.fields())
+    if set(got) != set(wanted):
+        return f"error: a {error.kind} carries exactly the fields {', '.join(wanted)}; got {', '.join(got) or 'none'}"
+    return None
+
+
+# -- messages ----------------------------------------------------------------------
+
+
+class EngineInfo(msgspec.Struct):
+    """The engine behind an adapter, as its hello names it."""
+
+    name: str
+    version: str
+    language: str
+
+
+class HelloRequest(msgspec.Struct, tag="hello", tag_field="type"):
+    """The harness's first message."""
+
+    protocol: int
+
+
+class Hello(msgspec.Struct, tag="hello", tag_field="type", omit_defaults=True):
+    """The adapter's reply to hello: its protocol version and what it supports.
+
+    Unknown fields are ignored, so later protocol versions can add optional ones.
+    """
+
+    protocol: int
+    engine: EngineInfo
+    ops: list[str]
+    levels: list[str]
+    features: list[str] = msgspec.field(default_factory=list)
+    error_kinds: Optional[list[str]] = None
+    trace: str = TraceKind.FULL.value
+    profile: str = Profile.CONTRACT.value
+
+
+class RunRequest(msgspec.Struct, tag="run", tag_field="type"):
+    """One whole case: its id and program (steps as in docs/protocol.md, "run")."""
+
+    case: str
+    program: list[dict[str, Any]]
+
+
+class Result(msgspec.Struct, tag="result", tag_field="type"):
+    """The reply to run: one observation per step."""
+
+    case: str
+    observations: list[Observation]
+
+
+class ErrorReply(msgspec.Struct, tag="error", tag_field="type"):
+    """The reply to run when the adapter cannot run the case at all."""
+
+    case: str = ""
+    message: str = ""
+
+
+class Shutdown(msgspec.Struct, tag="shutdown", tag_field="type"):
+    """The harness's last message; it has no reply."""
+
+
+Reply = Union[Result, ErrorReply]
+
+_LAX: dict[str, "msgspec.json.Decoder[Any]"] = {
+    "hello": msgspec.json.Decoder(Hello, strict=False),
+    "reply": msgspec.json.Decoder(Reply, strict=False),  # type: ignore[arg-type]
+}
+_TYPES: dict[str, Any] = {"hello": Hello, "reply": Reply}
+#: ``-0`` (or ``-0`` followed by a delimiter) written as an integer: msgspec would read it as +0.0.
+_INTEGER_NEGATIVE_ZERO = re.compile(rb"-0(?![.\deE])")
+
+
+def _decode(line: bytes, which: str) -> Any:
+    if _INTEGER_NEGATIVE_ZERO.search(line):
+        # Rare (Go's encoder, or an id containing "-0"): parse with the wire reader, which keeps the sign.
+        try:
+            data = wire.loads(bytes(line).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise NotJSON(str(error)) from None
+        try:
+            return msgspec.convert(data, _TYPES[which], strict=False)
+        except msgspec.ValidationError as error:
+            raise ProtocolError(_located(error)) from None
+    try:
+        return _LAX[which].decode(line)
+    except msgspec.ValidationError as error:
+        raise ProtocolError(_located(error)) from None
+    except msgspec.DecodeError as error:
+        raise NotJSON(str(error)) from None
+
+
+def _located(error: msgspec.ValidationError) -> str:
+    # msgspec says "Expected `float`, got `str` - at `$.observations[3].value`": put the path first.
+    text = str(error)
+    message, _, path = text.rpartition(" - at ")
+    if message and path.startswith("`$"):
+        return f"at {path.strip('`')}: {message}"
+    return text
+
+
+def decode_hello(line: bytes) -> Hello:
+    """The adapter's hello reply, or ProtocolError naming the field and what was expected."""
+    hello: Hello = _decode(line, "hello")
+    return hello
+
+
+def hello_from_data(data: dict[str, Any]) -> Hello:
+    """A hello reply given as plain data (as a Python adapter declares it), checked like a decoded one."""
+    try:
+        hello: Hello = msgspec.convert(data, Hello, strict=False)
+    except msgspec.ValidationError as error:
+        raise ProtocolError(_located(error)) from None
+    return hello
+
+
+def observations_from_data(data: list[Any], program: Program) -> list[Observation]:
+    """Observations given as plain data (as an in-process adapter returns them), checked as a reply's are."""
+    try:
+        observations: list[Observation] = msgspec.convert(data, list[Observation], strict=False)
+    except msgspec.ValidationError as error:
+        raise ProtocolError(_located(error).replace("$", "$.observations", 1)) from None
+    return _checked(observations, program)
+
+
+def decode_reply(line: bytes, case: str, program: Program) -> list[Observation]:
+    """The observations of a result for ``case``; ProtocolError when the reply is anything else.
+
+    An error reply is raised as ``AdapterErrorReply``. Every observation's shape is checked
+    against its step, and every error against its kind's fields.
+    """
+    reply = _decode(line, "reply")
+    if isinstance(reply, ErrorReply):
+        raise AdapterErrorReply(reply.message or "(no message)")
+    if reply.case != case:
+        raise ProtocolError(f"reply names case {reply.case!r}, the request was {case!r}")
+    return _checked(reply.observations, program)
+
+
+def _checked(observations: list[Observation], program: Program) -> list[Observation]:
+    if len(observations) != len(program):
+        raise ProtocolError(f"result has {len(observations)} observations for {len(program)} steps")
+    for index, (step, observation) in enumerate(zip(program, observations)):
+        problem = shape_problem(step, observation)
+        if problem:
+            raise ProtocolError(f"at $.observations[{index}] ({step.describe()}): {problem}")
+    return observations
+
+
+class AdapterErrorReply(Exception):
+    """The adapter answered a run with ``{"type": "error"}``; the text is its message."""
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode(message: msgspec.Struct) -> bytes:
+    """One message as a JSON line (without the newline), floats in the wire encoding."""
+    if not _has_non_finite(message):
+        return _ENCODER.encode(message)
+    # msgspec writes inf and nan as null; the wire names them. Rare: a failed step's error fields, or a broken engine.
+    return wire.dumps_line(msgspec.to_builtins(message, builtin_types=(float,))).encode()
+
+
+def _has_non_finite(message: msgspec.Struct) -> bool:
+    if isinstance(message, Result):
+        return not all(_finite(observation) for observation in message.observations)
+    if isinstance(message, ErrorReply | Hello | HelloRequest | Shutdown):
+        return False
+    return True  # anything else (a run request's program) takes the careful path
+
+
+def _finite(observation: Observation) -> bool:
+    """False when the observation may hold inf or nan (a sum that overflows also says False: then the slow path)."""
+    total = 0.0 if observation.value is None else observation.value
+    if observation.gradients:
+        total += sum(observation.gradients.values())
+    if observation.error is not None:
+        total += sum(value for value in observation.error.fields().values() if isinstance(value, float))
+    record = observation.pass_
+    if record is not None:
+        total += record.seed
+        total += sum(n.value + (n.pass_adjoint or 0.0) + (n.stored_gradient or 0.0) for n in record.nodes)
+        total += sum(
+            e.local_derivative + e.upstream + e.contribution + (e.before or 0.0) + (e.after or 0.0) for e in record.edges
+        )
+    return math.isfinite(total)
+
+
+def hello_request() -> bytes:
+    """The harness's hello line."""
+    return _ENCODER.encode(HelloRequest(PROTOCOL_VERSION))
+
+
 def version_mismatch(spoken: object) -> str:
     """The message for an adapter whose hello carries protocol ``spoken`` instead of PROTOCOL_VERSION."""
     text = f"wrong protocol version: the adapter speaks {spoken!r}, the harness speaks {PROTOCOL_VERSION}"
     if isinstance(spoken, int) and not isinstance(spoken, bool) and spoken in CHANGES_SINCE:
         text += f": {CHANGES_SINCE[spoken]}"
     return text
+
+
+# -- the schema --------------------------------------------------------------------
+
+
+def protocol_schema() -> dict[str, Any]:
+    """The JSON Schema of every message an adapter writes (hello, result, error), generated from the types.
+
+    Stricter than the decoder: a float is a JSON number or one of "inf", "-inf", "nan"; a
+    declared op, level, feature, error kind, trace or profile is one the protocol knows.
+    """
+    (reply,), defs = msgspec.json.schema_components([Union[Hello, Result, ErrorReply]], ref_template="#/$defs/{name}")
+    defs = _floats_named(defs)
+    hello = defs["Hello"]["properties"]
+    hello["protocol"] = {"const": PROTOCOL_VERSION}
+    hello["ops"]["items"] = {"enum": list(DECLARABLE_OPS)}
+    hello["levels"]["items"] = {"enum": [level.value for level in LEVELS]}
+    hello["features"]["items"] = {"enum": list(FEATURES)}
+    hello["error_kinds"] = {"type": "array", "items": {"enum": list(ERROR_KINDS)}}
+    hello["trace"] = {"enum": [kind.value for kind in TraceKind], "default": TraceKind.FULL.value}
+    hello["profile"] = {"enum": [profile.value for profile in Profile], "default": Profile.CONTRACT.value}
+    defs["ErrorInfo"]["properties"]["kind"] = {"enum": list(ERROR_KINDS)}
+    defs["ErrorInfo"]["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"const": kind}}},
+            "then": {"required": ["kind", *fields], "propertyNames": {"enum": ["kind", *fields]}},
+        }
+        for kind, fields in ERROR_FIELDS.items()
+    ]
+    defs["Float"] = {
+        "description": "A binary64: a JSON number, or one of the strings inf, -inf, nan (docs/protocol.md, Numbers).",
+        "anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}],
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://scalar-conformance.invalid/protocol.schema.json",
+        "title": f"Scalar autodiff conformance adapter protocol, version {PROTOCOL_VERSION}: the adapter's messages",
+        "description": (
+            "Generated from conformance/protocol.py (`conformance regen` writes it, `regen --check` checks it). "
+            "Validate each line your adapter writes to stdout against this schema."
+        ),
+        **reply,
+        "$defs": defs,
+    }
+
+
+def _floats_named(node: Any) -> Any:
+    """The schema with every ``{"type": "number"}`` replaced by a reference to the wire's Float."""
+    if isinstance(node, dict):
+        if node.get("type") == "number" and set(node) <= {"type", "title", "description"}:
+            return {"$ref": "#/$defs/Float"}
+        return {key: _floats_named(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_floats_named(item) for item in node]
+    return node
+
+
+#: Steps that create no node (their observation carries ``gradients``).
+__all__ = [name for name in dir() if not name.startswith("_")] + ["GRADIENT_OPS"]

@@ -27,7 +27,8 @@ from typing import Any, Optional
 import pytest
 
 from .expected import ExpectedError, load_expected
-from .fixture import LEVELS, Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .protocol import LEVELS
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
 from .runner import AdapterRun, AdapterSession, Result, select
 from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake, SubprocessTransport
@@ -288,7 +289,7 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     if all(r.outcome == "unsupported" for r in results):
         pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:
-        with subtests.test(msg=result.level, level=result.level):
+        with subtests.test(msg=str(result.level), level=str(result.level)):
             text = result.explanation()
             if result.outcome == "unsupported":
                 pytest.skip(f"unsupported: {result.message}")

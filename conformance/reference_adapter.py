@@ -3,7 +3,7 @@
 It speaks docs/protocol.md on stdin/stdout like any other engine, and ships
 with the kit, so an installed kit can check itself from any folder, and a
 porter can watch a correct adapter's replies (``echo '{"type":"hello",
-"protocol":1}' | python -m conformance.reference_adapter``).
+"protocol":2}' | python -m conformance.reference_adapter``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from . import __version__
-from .fixture import FORMAT_VERSION, LEVELS
+from .fixture import FORMAT_VERSION
 from .generate import write_atomic
+from .protocol import LEVELS
 from .runner import OUTCOMES, AdapterRun, Result
 from .transport import PROTOCOL_VERSION
 
@@ -48,7 +49,7 @@ def kit_json() -> dict[str, Any]:
 
 
 def _rows(runs: list[AdapterRun]) -> list[tuple[str, str, list[int]]]:
-    rows = []
+    rows: list[tuple[str, str, list[int]]] = []
     for run in runs:
         if not run.available:
             continue

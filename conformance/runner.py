@@ -25,6 +25,7 @@ from .contract import Rule, rules_for_case
 from .diagnose import diagnose, diagnose_error
 from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
+from .protocol import Profile
 from .transport import AdapterFault, Handshake, Transport
 
 OUTCOMES = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
@@ -147,21 +148,23 @@ def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
     record's stored gradients (``trace``) show. Values, and the fresh pass
     adjoints ``order`` compares, do not change.
     """
-    gaps = {level: "the adapter does not declare this level" for level in fixture.levels if level not in hello.levels}
+    gaps: dict[str, str] = {
+        level: "the adapter does not declare this level" for level in fixture.levels if level not in hello.levels
+    }
     steps = list(zip(fixture.program, fixture.expected))
     for index, (step, expected) in enumerate(steps):
-        error = expected.get("error")
-        if not isinstance(error, dict) or error.get("kind") in hello.error_kinds:
+        error = expected.error
+        if error is None or error.kind in hello.error_kinds:
             continue
         later = [(s, e) for s, e in steps[index + 1 :] if s.op in ("backward", "zero_grad")]
         affected = ["values"] if step.id is not None else ["errors"]
-        if any("error" not in e for _, e in later):
+        if any(e.error is None for _, e in later):
             affected.append("gradients")
-        if step.id is not None and any("error" in e for _, e in later):
+        if step.id is not None and any(e.error is not None for _, e in later):
             affected.append("errors")
-        if step.id is None and any("pass" in e for _, e in later):
+        if step.id is None and any(e.pass_ is not None for _, e in later):
             affected.append("trace")
-        why = f"step {index} expects error kind {error.get('kind')}, which the adapter does not report (hello's error_kinds)"
+        why = f"step {index} expects error kind {error.kind}, which the adapter does not report (hello's error_kinds)"
         for level in affected:
             if level in fixture.levels:
                 gaps.setdefault(level, why)
@@ -267,7 +270,7 @@ class AdapterSession:
         try:
             self.hello = self.transport.handshake()
             if self.profile is not None:
-                self.hello = replace(self.hello, profile=self.profile)
+                self.hello = replace(self.hello, profile=Profile(self.profile))
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional, Sequence, TextIO
 
 from .program import Program, ProgramError, parse_program
-from .protocol import PROTOCOL_VERSION
+from .protocol import PROTOCOL_VERSION, Observation, Result, encode
 from .wire import dumps_line, loads
 
-RunCase = Callable[[Program], list[dict[str, Any]]]
+#: From a program to one observation per step: typed, or plain data in the wire's shape.
+RunCase = Callable[[Program], Sequence[Observation | dict[str, Any]]]
 
 
 def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
@@ -47,7 +48,12 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             case = request.get("case", "")
             try:
                 program = parse_program(request.get("program"), f"case {case}")
-                reply({"type": "result", "case": case, "observations": run_case(program)})
+                observations = list(run_case(program))
+                if all(isinstance(item, Observation) for item in observations):
+                    stdout.write(encode(Result(case, observations)).decode() + "\n")  # type: ignore[arg-type]
+                    stdout.flush()
+                else:
+                    reply({"type": "result", "case": case, "observations": observations})
             except ProgramError as error:
                 reply({"type": "error", "case": case, "message": str(error)})
             except Exception as error:  # noqa: BLE001 - any engine failure is this case's error

@@ -26,24 +26,33 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, TypeVar
 
-from reference.errors import ERROR_KINDS as _ERROR_CLASSES
-
-from .bounds import PROFILES
 from .execute import run_program
 from .program import DECLARABLE_OPS, Program, program_to_json
-from .protocol import PROTOCOL_VERSION, version_mismatch
-from .wire import dumps_line, loads
+from .protocol import (
+    ERROR_KINDS,
+    FEATURES,
+    LEVELS,
+    MAX_LINE_BYTES,
+    PROTOCOL_VERSION,
+    AdapterErrorReply,
+    Hello,
+    Level,
+    NotJSON,
+    Observation,
+    Profile,
+    ProtocolError,
+    TraceKind,
+    decode_hello,
+    decode_reply,
+    hello_from_data,
+    hello_request,
+    version_mismatch,
+)
+from .wire import dumps_line
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-LEVEL_NAMES = ("values", "gradients", "errors", "trace", "order")
-#: Every error kind of the contract: an adapter reports all of them unless its hello's ``error_kinds`` says less.
-ERROR_KINDS = tuple(_ERROR_CLASSES)
-#: The error kinds of a failed creation (compared at ``values``); the others are backward's (``errors``).
-CREATION_ERROR_KINDS = ("non-finite-leaf", "non-finite-result", "non-finite-local-derivative")
-#: What a pass record may hold: node and edge records, or node records only (hello's ``trace``).
-TRACE_KINDS = ("full", "nodes")
+T = TypeVar("T")
 #: Seconds an adapter has to answer hello. Starting a process takes milliseconds; an adapter that has not
 #: answered in this time almost always forgot to flush stdout (docs/protocol.md, "Timeouts").
 HANDSHAKE_TIMEOUT = 5.0
@@ -96,13 +105,13 @@ class Handshake:
     version: str
     language: str
     ops: frozenset[str]
-    levels: frozenset[str]
+    levels: frozenset[Level]
     features: frozenset[str] = field(default_factory=frozenset)
     error_kinds: frozenset[str] = frozenset(ERROR_KINDS)
     """The error kinds the engine reports (hello's optional ``error_kinds``; default every kind)."""
-    trace: str = "full"
+    trace: TraceKind = TraceKind.FULL
     """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
-    profile: str = "contract"
+    profile: Profile = Profile.CONTRACT
     """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
 
     def partial(self) -> list[str]:
@@ -116,51 +125,49 @@ class Handshake:
         return found
 
     @staticmethod
-    def parse(message: Any) -> "Handshake":
-        """Check a hello reply; raise AdapterFault naming the first thing wrong with it."""
-        if not isinstance(message, dict) or message.get("type") != "hello":
-            raise AdapterFault(f"expected a hello reply, got {_clip(message)}")
-        if message.get("protocol") != PROTOCOL_VERSION:
-            raise AdapterFault(version_mismatch(message.get("protocol")))
-        engine = message.get("engine")
-        if not isinstance(engine, dict) or not all(isinstance(engine.get(k), str) for k in ("name", "version", "language")):
-            raise AdapterFault("hello: field 'engine' must be an object with string name, version and language")
-        sets = {}
-        defaults: dict[str, Optional[list[str]]] = {"features": [], "error_kinds": list(ERROR_KINDS)}
-        for key, allowed in (
-            ("ops", DECLARABLE_OPS),
-            ("levels", LEVEL_NAMES),
-            ("features", ("seed",)),
-            ("error_kinds", ERROR_KINDS),
+    def parse(message: Hello | dict[str, Any]) -> "Handshake":
+        """Check a hello reply (decoded, or as plain data); raise AdapterFault naming the first thing wrong with it."""
+        if isinstance(message, dict):
+            try:
+                message = hello_from_data(message)
+            except ProtocolError as error:
+                raise AdapterFault(f"hello: {error}") from None
+        if message.protocol != PROTOCOL_VERSION:
+            raise AdapterFault(version_mismatch(message.protocol))
+        sets: dict[str, frozenset[str]] = {}
+        for key, raw, allowed in (
+            ("ops", message.ops, DECLARABLE_OPS),
+            ("levels", message.levels, tuple(LEVELS)),
+            ("features", message.features, FEATURES),
+            ("error_kinds", ERROR_KINDS if message.error_kinds is None else message.error_kinds, ERROR_KINDS),
         ):
-            raw = message.get(key, defaults.get(key))
-            if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-                raise AdapterFault(f"hello: field {key!r} must be a list of strings")
             unknown = sorted(set(raw) - set(allowed))
             if unknown:
                 raise AdapterFault(f"hello: field {key!r}: unknown {unknown[0]!r} (known: {', '.join(allowed)})")
             sets[key] = frozenset(raw)
-        trace = message.get("trace", "full")
-        if trace not in TRACE_KINDS:
-            raise AdapterFault(f"hello: field 'trace': {_clip(trace)} is not one of {', '.join(map(repr, TRACE_KINDS))}")
-        if trace == "nodes" and "order" in sets["levels"]:
+        if message.trace not in tuple(TraceKind):
+            choices = ", ".join(repr(kind.value) for kind in TraceKind)
+            raise AdapterFault(f"hello: field 'trace': {_clip(message.trace)} is not one of {choices}")
+        trace = TraceKind(message.trace)
+        if trace is TraceKind.NODES and "order" in sets["levels"]:
             raise AdapterFault(
                 "hello: field 'trace': 'nodes' cannot be declared with the order level, which compares the edge "
                 "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
             )
-        profile = message.get("profile", "contract")
-        if profile not in PROFILES:
-            raise AdapterFault(f"hello: field 'profile': {_clip(profile)} is not one of {', '.join(map(repr, PROFILES))}")
+        if message.profile not in tuple(Profile):
+            choices = ", ".join(repr(profile.value) for profile in Profile)
+            raise AdapterFault(f"hello: field 'profile': {_clip(message.profile)} is not one of {choices}")
+        engine = message.engine
         return Handshake(
-            engine["name"],
-            engine["version"],
-            engine["language"],
+            engine.name,
+            engine.version,
+            engine.language,
             sets["ops"],
-            sets["levels"],
+            frozenset(Level(level) for level in sets["levels"]),
             sets["features"],
             sets["error_kinds"],
             trace,
-            profile,
+            Profile(message.profile),
         )
 
 
@@ -170,7 +177,7 @@ class Transport(Protocol):
     def handshake(self) -> Handshake:
         """Start the engine if needed and return its hello."""
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
         """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own."""
 
     def close(self) -> None:
@@ -182,11 +189,9 @@ class InProcessTransport:
 
     def handshake(self) -> Handshake:
         """The reference's capabilities."""
-        return Handshake(
-            "reference", "in-process", "python", frozenset(DECLARABLE_OPS), frozenset(LEVEL_NAMES), frozenset({"seed"})
-        )
+        return Handshake("reference", "in-process", "python", frozenset(DECLARABLE_OPS), frozenset(LEVELS), frozenset(FEATURES))
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
         """Run the program on the reference (no timeout applies in-process)."""
         return run_program(program)
 
@@ -245,12 +250,15 @@ class SubprocessTransport:
         self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
         self._drain.start()
         deadline = time.monotonic() + timeout
-        self._send({"type": "hello", "protocol": PROTOCOL_VERSION}, "the handshake", deadline, timeout)
-        reply = self._receive(deadline, timeout, "the handshake")
+        self._send(hello_request(), "the handshake", deadline, timeout)
+        line = self._read_line(deadline, timeout, "the handshake")
         try:
-            return Handshake.parse(reply)
+            return Handshake.parse(self._decoded(line, "the handshake", decode_hello))
         except AdapterFault as fault:  # the adapter answered, and its answer is refused: no start will change it
-            raise AdapterFault(fault.message, kind="hello") from None
+            if fault.kind == "garbage":
+                raise
+            message = fault.message if fault.message.startswith(("hello", "wrong protocol")) else f"hello: {fault.message}"
+            raise AdapterFault(message, kind="hello") from None
 
     def _drain_stderr(self, process: "subprocess.Popen[bytes]") -> None:
         assert process.stderr is not None
@@ -274,16 +282,16 @@ class SubprocessTransport:
                 raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
         return self.hello
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
             request = {"type": "run", "case": case, "program": program_to_json(program)}
-            self._send(request, f"case {case}", deadline, limit)
-            reply = self._receive(deadline, limit, f"case {case}")
-            return self._check_result(reply, case, len(program))
+            self._send(dumps_line(request).encode(), f"case {case}", deadline, limit)
+            line = self._read_line(deadline, limit, f"case {case}")
+            return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
             self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
@@ -293,7 +301,7 @@ class SubprocessTransport:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
         if self.process is not None and self.process.poll() is None:
             try:
-                self._send({"type": "shutdown"}, "shutdown", time.monotonic() + 1.0, 1.0)
+                self._send(b'{"type":"shutdown"}', "shutdown", time.monotonic() + 1.0, 1.0)
                 self.process.wait(timeout=2)
             except (AdapterFault, subprocess.TimeoutExpired):
                 pass
@@ -324,10 +332,10 @@ class SubprocessTransport:
 
     # -- lines -------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any], during: str, deadline: float, timeout: float) -> None:
-        """Write one request without ever blocking past the deadline (an adapter may stop reading)."""
+    def _send(self, line: bytes, during: str, deadline: float, timeout: float) -> None:
+        """Write one request line without ever blocking past the deadline (an adapter may stop reading)."""
         assert self.process is not None and self.process.stdin is not None
-        data = memoryview((dumps_line(message) + "\n").encode())
+        data = memoryview(line + b"\n")
         fd = self.process.stdin.fileno()
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_WRITE)
@@ -372,17 +380,21 @@ class SubprocessTransport:
                 hint="an adapter script that starts the engine in the background (or forks) must wait for it",
             )
 
-    def _receive(self, deadline: float, timeout: float, during: str) -> Any:
-        line = self._read_line(deadline, timeout, during)
+    def _decoded(self, line: bytes, during: str, decode: Callable[[bytes], T]) -> T:
+        """The message a reply line holds, or the fault that says what is wrong with it and where."""
         try:
-            return loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as error:
+            return decode(line)
+        except NotJSON as error:
             raise AdapterFault(
                 f"garbage on stdout during {during}: {_clip(line)} is not JSON ({error})",
                 self.stderr_tail(),
                 kind="garbage",
                 hint="stdout carries protocol messages only; logs and prints go to stderr",
             ) from None
+        except AdapterErrorReply as reply:
+            raise AdapterFault(f"the adapter could not run the case: {reply}", kind="error-reply") from None
+        except ProtocolError as error:
+            raise AdapterFault(f"{during}: the reply breaks the protocol: {error}") from None
 
     def _read_line(self, deadline: float, timeout: float, during: str) -> bytes:
         assert self.process is not None and self.process.stdout is not None
@@ -428,24 +440,6 @@ class SubprocessTransport:
             kind="timeout",
             hint=hint,
         )
-
-    @staticmethod
-    def _check_result(reply: Any, case: str, steps: int) -> list[Any]:
-        if not isinstance(reply, dict):
-            raise AdapterFault(f"expected a result object for case {case}, got {_clip(reply)}")
-        if reply.get("type") == "error":
-            raise AdapterFault(f"the adapter could not run the case: {reply.get('message', '(no message)')}", kind="error-reply")
-        if reply.get("type") != "result":
-            raise AdapterFault(f"expected a result for case {case}, got a message of type {reply.get('type')!r}")
-        if reply.get("case") != case:
-            raise AdapterFault(f"reply names case {reply.get('case')!r}, the request was {case!r}")
-        observations = reply.get("observations")
-        if not isinstance(observations, list) or len(observations) != steps:
-            count = len(observations) if isinstance(observations, list) else "no"
-            raise AdapterFault(f"result has {count} observations for {steps} steps")
-        if not all(isinstance(item, dict) for item in observations):
-            raise AdapterFault("every observation must be a JSON object")
-        return observations
 
 
 def _clip(value: Any, limit: int = 200) -> str:

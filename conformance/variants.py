@@ -55,7 +55,8 @@ from reference.errors import NonFiniteContribution, NonFinitePassAdjoint, NonFin
 
 from .mutants import MutantEngine, _Node
 from .program import DECLARABLE_OPS, Program
-from .transport import LEVEL_NAMES, AdapterFault, Handshake
+from .protocol import LEVELS, Observation, Profile
+from .transport import AdapterFault, Handshake
 
 _IEEE = gmpy2.ieee(64)
 
@@ -141,7 +142,7 @@ class VariantEngine(MutantEngine):
         self._random = random.Random(seed)
         self._fuse_sums = False
 
-    def run(self, program: Program) -> list[dict[str, Any]]:
+    def run(self, program: Program) -> list[Observation]:
         """Observe a program, fusing backward's sums where this variant's profile allows it."""
         inexact = any(step.op in ("exp", "log", "tanh", "pow") for step in program)
         self._fuse_sums = "fma" in self.takes and (self.profile == "numeric" or inexact)
@@ -254,7 +255,7 @@ class VariantTransport:
         undeclared = {"order", "errors"} if self.engine.reorders_sums else set()
         if self.engine.profile == "numeric":
             undeclared.add("errors")
-        levels = frozenset(level for level in LEVEL_NAMES if level not in undeclared)
+        levels = frozenset(level for level in LEVELS if level not in undeclared)
         self.hello = Handshake(
             f"variant-{variant}",
             "0",
@@ -262,7 +263,7 @@ class VariantTransport:
             frozenset(DECLARABLE_OPS),
             levels,
             frozenset({"seed"}),
-            profile=self.engine.profile,
+            profile=Profile(self.engine.profile),
         )
 
     def handshake(self) -> Handshake:

@@ -42,7 +42,7 @@ def test_every_case_id_is_its_path_and_the_schema_file_is_not_a_case():
 def test_the_corpus_covers_every_op_and_every_error_kind():
     ops = {op for fixture in CORPUS for op in fixture.ops}
     assert ops == {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"}
-    kinds = {obs["error"]["kind"] for fixture in CORPUS for obs in fixture.expected if "error" in obs}
+    kinds = {obs.error.kind for fixture in CORPUS for obs in fixture.expected if obs.error is not None}
     assert kinds == set(ERROR_KINDS)
 
 
@@ -94,7 +94,7 @@ def test_exact_policy_is_only_used_for_ieee_exact_ops():
 def test_the_fan_out_case_has_a_thousand_unmerged_edges_and_is_still_exact():
     fixture = next(f for f in CORPUS if f.id == "structure/fan-out-1000")
     assert fixture.comparison.mode == "exact"
-    assert fixture.expected[-1]["gradients"]["x"] == 3000.0
+    assert fixture.expected[-1].gradients["x"] == 3000.0
 
 
 def test_fixtures_stay_a_few_megabytes():
@@ -109,5 +109,5 @@ def test_error_cases_fail_at_a_single_point(fixture):
     # A backward expected to fail must fail on exactly one node, whatever the traversal order:
     # the failure is the only contribution/adjoint/sum in the program that is non-finite.
     for obs in fixture.expected:
-        if "error" in obs and obs["error"]["kind"] in ("non-finite-contribution", "non-finite-pass-adjoint"):
-            assert {"consumer", "operand", "node"} & set(obs["error"])
+        if obs.error is not None and obs.error.kind in ("non-finite-contribution", "non-finite-pass-adjoint"):
+            assert {"consumer", "operand", "node"} & set(obs.error.fields())

@@ -20,8 +20,9 @@ from conformance.fuzz import examine, fuzz, known_bugs, regression_id, regressio
 from conformance.generate import generate
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
+from conformance.protocol import LEVELS, observations_from_data
 from conformance.strategies import programs
-from conformance.transport import LEVEL_NAMES, AdapterFault, Handshake, SubprocessTransport
+from conformance.transport import AdapterFault, Handshake, SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ADAPTER = [sys.executable, str(ROOT / "adapters" / "python" / "adapter.py")]
@@ -34,7 +35,7 @@ def broken(bug: str) -> str:
 class MutantTransport:
     """A catalogue engine called in-process: the protocol's shape without its cost."""
 
-    def __init__(self, bug, levels=LEVEL_NAMES, features=("seed",)):
+    def __init__(self, bug, levels=LEVELS, features=("seed",)):
         self.engine = MutantEngine(bug)
         self.hello = Handshake("mutant", "0", "python", frozenset(DECLARABLE_OPS), frozenset(levels), frozenset(features))
 
@@ -59,7 +60,7 @@ def test_fuzzing_the_python_adapter_through_the_protocol_finds_no_divergence():
     finally:
         transport.close()
     assert result.divergence is None
-    assert result.examples == 100 and result.levels == LEVEL_NAMES
+    assert result.examples == 100 and result.levels == LEVELS
 
 
 @pytest.mark.parametrize("bug", ["assign", "stale", "detach-edge", "partial-commit", "untracked-grads", "wrong-derivative-neg"])
@@ -120,7 +121,7 @@ def test_an_engine_without_the_errors_level_only_gets_programs_that_never_fail()
     @given(programs(failures=False, extreme=False, seeds=False))
     def never_fails(program):
         observations = run_program(program)
-        assert not any("error" in obs for obs in observations)
+        assert not any(obs.error is not None for obs in observations)
         assert all(step.seed is None for step in program)
 
     never_fails()
@@ -140,10 +141,10 @@ def test_skipped_levels_are_not_compared():
     class Reversed(MutantTransport):
         def run(self, case, program):
             observations = run_program(program)
-            observations[3]["pass"]["edges"].reverse()
+            observations[3].pass_.edges.reverse()
             return observations
 
-    assert examine(Reversed(None), program, LEVEL_NAMES).level == "order"
+    assert examine(Reversed(None), program, LEVELS).level == "order"
     assert examine(Reversed(None), program, ("values", "gradients", "errors", "trace")) is None
 
 
@@ -254,10 +255,10 @@ def test_a_program_showing_two_known_bugs_at_once_is_known():
     class Both(MutantTransport):
         def run(self, case, program):
             observations = MutantEngine("stale").run(program)
-            observations[1]["value"] = MutantEngine("relu-keeps-negative-zero").run(program)[1]["value"]
+            observations[1].value = MutantEngine("relu-keeps-negative-zero").run(program)[1].value
             return observations
 
-    divergence = examine(Both(None), program, LEVEL_NAMES)
+    divergence = examine(Both(None), program, LEVELS)
     assert diagnose(divergence.fixture, list(divergence.observations), divergence.level) == []
     assert known_bugs(divergence, ["stale"]) == ()
     assert known_bugs(divergence, ["stale", "relu-keeps-negative-zero", "assign"]) == ("relu-keeps-negative-zero", "stale")
@@ -277,7 +278,7 @@ class MicrogradTransport(MutantTransport):
 
     def run(self, case, program):
         try:
-            return self.engine_run(program)
+            return observations_from_data(self.engine_run(program), program)
         except Exception as error:
             raise AdapterFault(f"the adapter could not run the case: {type(error).__name__}: {error}") from None
 

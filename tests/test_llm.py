@@ -212,8 +212,8 @@ def test_the_one_document_program_reproduces_the_models_loss_and_gradients():
     loss.backward()
     backward = fixture.program[-1]
     assert backward.op == "backward"
-    assert observations[ids.index(backward.output)]["value"] == loss.value
-    gradients = observations[-1]["gradients"]
+    assert observations[ids.index(backward.output)].value == loss.value
+    gradients = observations[-1].gradients
     assert [gradients[f"p{k}"] for k in range(len(model.parameters()))] == [p.grad for p in model.parameters()]
     assert fixture.comparison.mode == "bounds" and "exp" in fixture.comparison.reason
 
@@ -227,11 +227,11 @@ def test_the_two_documents_program_accumulates_then_zeroes():
     for document, k in zip(("tin", "gold"), gradient_steps[:2]):
         loss = model.loss(encode(document))
         loss.backward()
-        assert observations[ids.index(fixture.program[k].output)]["value"] == loss.value
-        assert [observations[k]["gradients"][f"p{j}"] for j in range(len(parameters))] == [p.grad for p in parameters]
-    after_first_zero = observations[gradient_steps[2]]["gradients"]
+        assert observations[ids.index(fixture.program[k].output)].value == loss.value
+        assert [observations[k].gradients[f"p{j}"] for j in range(len(parameters))] == [p.grad for p in parameters]
+    after_first_zero = observations[gradient_steps[2]].gradients
     assert any(after_first_zero[f"p{j}"] != 0.0 for j in range(len(parameters))), "tin-only parameters keep their gradient"
-    assert all(g == 0.0 for g in observations[gradient_steps[3]]["gradients"].values())
+    assert all(g == 0.0 for g in observations[gradient_steps[3]].gradients.values())
 
 
 def _record():

@@ -12,8 +12,9 @@ import pytest
 from conformance.fixture import FIXTURES_DIR, load_corpus
 from conformance.mutants import MutantEngine
 from conformance.program import DECLARABLE_OPS
+from conformance.protocol import CREATION_ERROR_KINDS, ERROR_KINDS, LEVELS
 from conformance.runner import run_adapter
-from conformance.transport import CREATION_ERROR_KINDS, ERROR_KINDS, LEVEL_NAMES, AdapterFault, Handshake
+from conformance.transport import AdapterFault, Handshake
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "conformance")
@@ -35,7 +36,7 @@ def run_json(tmp_path, command, *args):
 
 
 def test_a_hello_without_the_new_fields_declares_every_error_kind_and_full_traces():
-    hello = Handshake.parse({**HELLO, "levels": list(LEVEL_NAMES)})
+    hello = Handshake.parse({**HELLO, "levels": list(LEVELS)})
     assert hello.error_kinds == frozenset(ERROR_KINDS) and hello.trace == "full" and hello.partial() == []
 
 
@@ -52,9 +53,9 @@ def test_a_partial_hello_is_parsed_and_says_what_it_leaves_out():
     "fields, message",
     [
         ({"error_kinds": ["non-finite-leaf", "nan-seed"]}, "hello: field 'error_kinds': unknown 'nan-seed' (known: "),
-        ({"error_kinds": "non-finite-leaf"}, "hello: field 'error_kinds' must be a list of strings"),
+        ({"error_kinds": "non-finite-leaf"}, "hello: at $.error_kinds: Expected `array | null`, got `str`"),
         ({"trace": "edges"}, "hello: field 'trace': 'edges' is not one of 'full', 'nodes'"),
-        ({"trace": ["nodes"]}, "hello: field 'trace': ['nodes'] is not one of 'full', 'nodes'"),
+        ({"trace": ["nodes"]}, "hello: at $.trace: Expected `str`, got `array`"),
         (
             {"trace": "nodes", "levels": ["values", "trace", "order"]},
             "hello: field 'trace': 'nodes' cannot be declared with the order level",
@@ -80,15 +81,15 @@ def expected_gaps(fixture, kinds):
     gaps = {}
     steps = list(zip(fixture.program, fixture.expected))
     for index, (_, observation) in enumerate(steps):
-        kind = observation.get("error", {}).get("kind")
+        kind = None if observation.error is None else observation.error.kind
         if kind is None or kind in kinds:
             continue
         later = [o for s, o in steps[index + 1 :] if s.op in ("backward", "zero_grad")]
         creation = kind in CREATION_ERROR_KINDS
         levels = {"values" if creation else "errors"}
-        levels |= {"gradients"} if any("error" not in o for o in later) else set()
-        levels |= {"errors"} if creation and any("error" in o for o in later) else set()
-        levels |= {"trace"} if not creation and any("pass" in o for o in later) else set()
+        levels |= {"gradients"} if any(o.error is None for o in later) else set()
+        levels |= {"errors"} if creation and any(o.error is not None for o in later) else set()
+        levels |= {"trace"} if not creation and any(o.pass_ is not None for o in later) else set()
         for level in levels & set(fixture.levels):
             gaps.setdefault(level, kind)
     return gaps
@@ -121,7 +122,7 @@ class MutantTransport:
 
     def __init__(self, bug, kinds):
         self.engine = MutantEngine(bug)
-        everything = (frozenset(DECLARABLE_OPS), frozenset(LEVEL_NAMES), frozenset({"seed"}), frozenset(kinds))
+        everything = (frozenset(DECLARABLE_OPS), frozenset(LEVELS), frozenset({"seed"}), frozenset(kinds))
         self.hello = Handshake("mutant", "0", "python", *everything)
 
     def handshake(self):
@@ -177,4 +178,6 @@ def test_a_full_trace_port_that_omits_edges_still_fails(tmp_path):
     out, report = run_json(tmp_path, f"{FAKE} --edges omit", "--case", "seed/reused-square")
     assert out.returncode == 1
     (trace,) = [r for r in report["results"] if r["level"] == "trace"]
-    assert trace["outcome"] == "failed" and 'pass.edges: expected "a list of objects", got nothing' in trace["message"]
+    # Edges left out read as no edges (allowed only with "trace": "nodes"), so the first one is missing.
+    assert trace["outcome"] == "failed" and "pass.edges[loss:0]" in trace["message"]
+    assert "operand edge missing" in trace["message"]

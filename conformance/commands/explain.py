@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import UsageError
 from ..execute import run_program
 from ..fixture import FIXTURES_DIR, load_corpus
+from ..protocol import ErrorInfo
 
 MAX_ROWS = 40
 
@@ -50,45 +51,45 @@ def run(args: argparse.Namespace) -> int:
     for index, (step, obs) in enumerate(zip(fixture.program, run_program(fixture.program))):
         head = f"step {index:<3} {step.describe()}"
         if step.id is not None:
-            if "error" in obs:
-                print(f"{head}  -> fails: {_error(obs['error'])}; no node is created")
+            if obs.error is not None:
+                print(f"{head}  -> fails: {_error(obs.error)}; no node is created")
             else:
-                tracked = "tracked" if obs["tracked"] else "untracked"
-                print(f"{head}  -> value {_num(obs['value'])}, {tracked}")
+                tracked = "tracked" if obs.tracked else "untracked"
+                print(f"{head}  -> value {_num(obs.value)}, {tracked}")
             continue
-        if "error" in obs:
-            print(f"{head}  -> fails: {_error(obs['error'])}; no stored gradient changes")
-        elif step.op == "backward":
-            record = obs["pass"]
-            print(f"{head}  -> seed {_num(record['seed'])}, {len(record['nodes'])} nodes reached")
+        if obs.error is not None:
+            print(f"{head}  -> fails: {_error(obs.error)}; no stored gradient changes")
+        elif step.op == "backward" and obs.pass_ is not None:
+            record = obs.pass_
+            print(f"{head}  -> seed {_num(record.seed)}, {len(record.nodes)} nodes reached")
             rows = [["consumer", "slot", "operand", "local derivative", "upstream", "contribution", "operand's pass adjoint"]]
-            for edge in record["edges"][:MAX_ROWS]:
-                after = f"{_num(edge['before'])} -> {_num(edge['after'])}" if edge["operand_tracked"] else "(untracked)"
+            for edge in record.edges[:MAX_ROWS]:
+                after = f"{_num(edge.before)} -> {_num(edge.after)}" if edge.operand_tracked else "(untracked)"
                 rows.append(
                     [
-                        edge["consumer"],
-                        str(edge["slot"]),
-                        edge["operand"],
-                        _num(edge["local_derivative"]),
-                        _num(edge["upstream"]),
-                        _num(edge["contribution"]),
+                        edge.consumer,
+                        str(edge.slot),
+                        edge.operand,
+                        _num(edge.local_derivative),
+                        _num(edge.upstream),
+                        _num(edge.contribution),
                         after,
                     ]
                 )
             print("\n".join(_table(rows, "          ")))
-            if len(record["edges"]) > MAX_ROWS:
-                print(f"          ... and {len(record['edges']) - MAX_ROWS} more edges")
-            adjoints = [f"{n['node']} {_num(n['pass_adjoint'])}" for n in record["nodes"] if n["tracked"]]
+            if len(record.edges) > MAX_ROWS:
+                print(f"          ... and {len(record.edges) - MAX_ROWS} more edges")
+            adjoints = [f"{n.node} {_num(n.pass_adjoint)}" for n in record.nodes if n.tracked]
             print(f"          pass adjoints: {_clip(adjoints)}")
         else:
             print(head)
-        print(f"          stored gradients: {_clip([f'{k} {_num(v)}' for k, v in obs['gradients'].items()])}")
+        print(f"          stored gradients: {_clip([f'{k} {_num(v)}' for k, v in (obs.gradients or {}).items()])}")
     return 0
 
 
-def _error(error: dict[str, Any]) -> str:
-    fields = ", ".join(f"{k}={_num(v)}" for k, v in error.items() if k != "kind")
-    return f"{error['kind']} ({fields})"
+def _error(error: ErrorInfo) -> str:
+    fields = ", ".join(f"{k}={_num(v)}" for k, v in error.fields().items())
+    return f"{error.kind} ({fields})"
 
 
 def _clip(items: list[str]) -> str:

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..bounds import PROFILES
 from ..errors import UsageError
 from ..expected import load_expected
-from ..fixture import FIXTURES_DIR, LEVELS
+from ..fixture import FIXTURES_DIR
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
 from ..program import DECLARABLE_OPS
+from ..protocol import LEVELS, Profile
 from ..registry import REGISTRY
 from ..transport import AdapterFault, SubprocessTransport
 from .run import choose_adapters
@@ -81,7 +81,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--profile",
-        choices=PROFILES,
+        choices=[profile.value for profile in Profile],
         help="compare under this profile instead of the one the adapter declares (docs/contract.md section 9)",
     )
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-program timeout (default 10)")

@@ -23,11 +23,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Optional
 
-from ..bounds import PROFILES
 from ..errors import UsageError
 from ..expected import Expected, load_expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
 from ..mutants import bug_named
+from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
 from ..report import (
     LiveLog,
@@ -74,7 +74,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--profile",
-        choices=PROFILES,
+        choices=[profile.value for profile in Profile],
         help="compare floats under this profile instead of the one each adapter declares "
         "(docs/contract.md section 9: contract compares exact cases bit for bit, numeric compares every case under "
         "its derived bounds)",

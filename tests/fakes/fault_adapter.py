@@ -48,7 +48,7 @@ def main():
         if request["type"] == "shutdown":
             return
         case = request["case"]
-        observations = run_program(parse_program(request["program"], case))
+        observations = [o.to_json() for o in run_program(parse_program(request["program"], case))]
         reply = {"type": "result", "case": case, "observations": observations}
         if target is None or case == target:
             print(f"about to misbehave on {case}", file=sys.stderr)

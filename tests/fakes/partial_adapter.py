@@ -45,7 +45,7 @@ def main():
     engine = MutantEngine(args.bug)
 
     def run(program):
-        observations = engine.run(program)
+        observations = [observation.to_json() for observation in engine.run(program)]
         for observation in observations:
             record = observation.get("pass")
             if record is None:

@@ -54,7 +54,11 @@ def main():
                 time.sleep(3600)
             continue
         case = request["case"]
-        reply = {"type": "result", "case": case, "observations": run_program(parse_program(request["program"], case))}
+        reply = {
+            "type": "result",
+            "case": case,
+            "observations": [o.to_json() for o in run_program(parse_program(request["program"], case))],
+        }
         if mode == "hang-one" and case == target:
             print(f"stuck on {case}", file=sys.stderr, flush=True)
             if os.environ.get("UNRESPONSIVE_STUCK_FILE"):  # tells a test that the hang has begun

@@ -33,11 +33,13 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
+from .cases.case import Case
 from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import diagnose, diagnose_error, simulate
 from .expected import Expected, bugs_of
+from .files import write_atomic
 from .fixture import FIXTURES_DIR, LEVELS, Fixture
-from .generate import Case, build_fixture, generate, write_atomic
+from .generate import build_fixture, generate
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .runner import level_gaps

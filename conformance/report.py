@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from . import __version__
+from .files import write_atomic
 from .fixture import FORMAT_VERSION, LEVELS
-from .generate import write_atomic
 from .runner import OUTCOMES, AdapterRun, Result
 from .transport import PROTOCOL_VERSION
 

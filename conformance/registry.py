@@ -263,4 +263,4 @@ def registered(registry: Path, names: Optional[Sequence[str]], option: str) -> l
     for name in names or []:
         if name not in adapters:
             raise RegistryError(f"{option} {name!r} is not registered in {registry} (known: {', '.join(adapters)})")
-    return [adapters[name] for name in (list(names) if names is not None else list(adapters))]
+    return [adapters[name] for name in (names if names is not None else adapters)]

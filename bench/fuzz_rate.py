@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import conformance.cli  # noqa: E402, F401 - hypothesis draws constants from loaded sources: load what the CLI loads
 from conformance.fuzz import fuzz  # noqa: E402
+from conformance.launch import open_adapter  # noqa: E402
 from conformance.registry import load_registry  # noqa: E402
-from conformance.transport import SubprocessTransport  # noqa: E402
 
 SKIP = {"go": ["order"]}
 
@@ -38,16 +38,15 @@ def main() -> int:
     registry = load_registry()
     rows = []
     for name in args.adapters:
-        adapter = registry[name]
-        missing = adapter.missing() or adapter.run_build()
-        if missing:
-            rows.append(f"| {name} | unavailable: {missing.splitlines()[0]} | | | |")
+        opened = open_adapter(registry[name], timeout=30)
+        why = opened.unavailable or opened.build_failure
+        if why or opened.transport is None:
+            rows.append(f"| {name} | unavailable: {(why or '').splitlines()[0]} | | | |")
             continue
-        transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env, timeout=30)
         try:
-            result = fuzz(transport, examples=args.examples, seed=args.seed, skip=SKIP.get(name))
+            result = fuzz(opened.transport, examples=args.examples, seed=args.seed, skip=SKIP.get(name))
         finally:
-            transport.close()
+            opened.close()
         found = "none" if result.divergence is None else f"at example {result.first_found_at}"
         rows.append(f"| {name} | {result.calls} | {result.seconds:.2f} | {result.rate:.0f} | {found} |")
     print(f"Fuzzing rate, seed {args.seed}, {args.examples} examples, Python {platform.python_version()}:\n")

@@ -50,9 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI; returns the exit code."""
+    from .cases.case import CaseError
     from .expected import ExpectedError
     from .fixture import FixtureBug
-    from .generate import CaseError
     from .program import ProgramError
     from .registry import RegistryError
 

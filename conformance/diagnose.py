@@ -29,33 +29,69 @@ _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow
 DIAGNOSIS_MAX_STEPS = 1000
 
 
+class Diagnoser:
+    """Names the likely bugs behind wrong answers, running each catalogue variant at most once per program.
+
+    It remembers every variant's observations (``simulate``): a case failing at several
+    levels is diagnosed once per level, and the fuzzer asks about the same program while it
+    shrinks it. What it remembers belongs to whoever made it: the runner makes one per
+    adapter session, the fuzzer one per fuzz run, so two runs (or two tests) never share it.
+    Past ``max_entries`` remembered runs it forgets them all and starts again.
+    """
+
+    def __init__(self, max_entries: int = 2000) -> None:
+        self.max_entries = max_entries
+        self._simulated: dict[tuple[str, str, str], Optional[list[Any]]] = {}
+
+    def diagnose(
+        self, fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE, *, edges: bool = True
+    ) -> list[str]:
+        """Plain-words descriptions of the bugs that would produce these observations at this level.
+
+        Floats are compared under ``profile``, as the failure itself was. Programs of more than
+        DIAGNOSIS_MAX_STEPS steps get only the direct checks. ``edges=False`` compares ``trace``
+        without edge records (``compare_level``).
+        """
+        found = []
+        direct = _changed_on_failure(fixture, observations)
+        if direct and level == "errors":
+            found.append(direct)
+        if len(fixture.program) > DIAGNOSIS_MAX_STEPS:
+            return found
+        for bug, description in BUGS.items():
+            if bug == "recursive-topo":
+                continue
+            simulated = self.simulate(fixture, bug)
+            if simulated is None:
+                continue
+            # The variant must itself fail here, and the adapter's answers must agree with the variant's.
+            variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile, edges=edges)[0])
+            if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
+                if description not in found:
+                    found.append(description)
+        return found
+
+    def simulate(self, fixture: Fixture, bug: str) -> Optional[list[Any]]:
+        """The observations of the catalogue variant ``bug`` on the fixture's program; None if it cannot run it.
+
+        Each (case, program, bug) runs once; later calls answer from memory.
+        """
+        key = (fixture.id, fixture.provenance.get("program_sha256", ""), bug)
+        if key not in self._simulated:
+            if len(self._simulated) >= self.max_entries:
+                self._simulated.clear()
+            try:
+                self._simulated[key] = MutantEngine(bug).run(fixture.program)
+            except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
+                self._simulated[key] = None
+        return self._simulated[key]
+
+
 def diagnose(
     fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE, *, edges: bool = True
 ) -> list[str]:
-    """Plain-words descriptions of the bugs that would produce these observations at this level.
-
-    Floats are compared under ``profile``, as the failure itself was. Programs of more than
-    DIAGNOSIS_MAX_STEPS steps get only the direct checks. ``edges=False`` compares ``trace``
-    without edge records (``compare_level``).
-    """
-    found = []
-    direct = _changed_on_failure(fixture, observations)
-    if direct and level == "errors":
-        found.append(direct)
-    if len(fixture.program) > DIAGNOSIS_MAX_STEPS:
-        return found
-    for bug, description in BUGS.items():
-        if bug == "recursive-topo":
-            continue
-        simulated = simulate(fixture, bug)
-        if simulated is None:
-            continue
-        # The variant must itself fail here, and the adapter's answers must agree with the variant's.
-        variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile, edges=edges)[0])
-        if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
-            if description not in found:
-                found.append(description)
-    return found
+    """``Diagnoser.diagnose`` with a diagnoser of its own, for one question; a run keeps one ``Diagnoser`` instead."""
+    return Diagnoser().diagnose(fixture, observations, level, profile, edges=edges)
 
 
 #: The levels every observation carries, whatever the adapter declares: together they compare
@@ -69,25 +105,6 @@ def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: 
         compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0]
         for each in {level, *_WHOLE_STEP_LEVELS}
     )
-
-
-_CACHE: dict[tuple[str, str, str], Optional[list[Any]]] = {}
-
-
-def simulate(fixture: Fixture, bug: str) -> Optional[list[Any]]:
-    """The observations of the catalogue variant ``bug`` on the fixture's program; None if it cannot run it.
-
-    Cached: a case failing at several levels is diagnosed once per level, and each variant runs once.
-    """
-    key = (fixture.id, fixture.provenance.get("program_sha256", ""), bug)
-    if key not in _CACHE:
-        if len(_CACHE) > 2000:
-            _CACHE.clear()
-        try:
-            _CACHE[key] = MutantEngine(bug).run(fixture.program)
-        except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
-            _CACHE[key] = None
-    return _CACHE[key]
 
 
 def diagnose_error(message: str) -> Optional[str]:
@@ -129,6 +146,7 @@ def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantSco
     failing results are diagnosed (a diagnosis reruns the whole catalogue).
     """
     ordered = sorted(corpus, key=lambda fixture: (len(fixture.program), fixture.id))
+    diagnoser = Diagnoser()
     scores = []
     for bug, description in BUGS.items():
         killed: Optional[tuple[str, str]] = None
@@ -150,7 +168,7 @@ def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantSco
                     continue
                 killed = killed or (fixture.id, level)
                 tried += 1
-                hints = diagnose(fixture, observations, level)
+                hints = diagnoser.diagnose(fixture, observations, level)
                 if hints and hints[0] == description:
                     named = (fixture.id, level)
                     break

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from .files import write_atomic
 from .mutants import BUGS
 from .protocol import LEVELS
 from .tomlfile import load_toml
@@ -119,8 +120,6 @@ def find(entries: Iterable[Expected], case: str, level: str) -> Optional[Expecte
 
 def write_expected(path: Path, entries: list[Expected], header: str) -> None:
     """Write entries as TOML, atomically."""
-    from .generate import write_atomic
-
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     for entry in entries:
         lines += [

@@ -33,11 +33,13 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
+from .cases.case import Case
 from .compare import DEFAULT_PROFILE, Difference, compare_level
-from .diagnose import diagnose, diagnose_error, simulate
+from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, bugs_of
+from .files import write_atomic
 from .fixture import FIXTURES_DIR, Fixture
-from .generate import Case, build_fixture, generate, write_atomic
+from .generate import build_fixture, generate
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .protocol import LEVELS
@@ -181,7 +183,12 @@ def examine(
 
 
 def minimize(
-    transport: Transport, divergence: Divergence, result: Optional[FuzzResult] = None, known: Iterable[str] = ()
+    transport: Transport,
+    divergence: Divergence,
+    result: Optional[FuzzResult] = None,
+    known: Iterable[str] = (),
+    *,
+    diagnoser: Optional[Diagnoser] = None,
 ) -> Divergence:
     """Delete steps hypothesis left in, then name the nodes n0, n1, ...: each change kept only if it still diverges.
 
@@ -189,8 +196,10 @@ def minimize(
     delete a step from the middle of a program whose later steps name ids by
     position; this pass can. A change is kept when the divergence stays at the
     same level (or stays a fault), and does not become one of the ``known``
-    bugs (catalogue names): shrinking must not trade a new bug for a known one.
+    bugs (catalogue names): shrinking must not trade a new bug for a known one. ``diagnoser``
+    names the bugs (default: a new one; a fuzz run passes its own).
     """
+    diagnoser = diagnoser or Diagnoser()
     levels = tuple(LEVELS) if divergence.fault is None else ()
     known = frozenset(known)
     compared = result.levels if result is not None else tuple(LEVELS)
@@ -201,7 +210,7 @@ def minimize(
         found = examine(transport, program, levels, divergence.profile)
         if found is None or found.level != divergence.level:
             return None
-        if known and known_bugs(_with_diagnosis(found), known, compared):
+        if known and known_bugs(_with_diagnosis(found, diagnoser), known, compared, diagnoser=diagnoser):
             return None
         return found
 
@@ -259,13 +268,16 @@ def signature(divergence: Divergence) -> tuple[Any, ...]:
     return (divergence.level, divergence.diagnosis, kind)
 
 
-def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[str] = LEVELS) -> tuple[str, ...]:
+def known_bugs(
+    divergence: Divergence, known: Iterable[str], levels: Iterable[str] = LEVELS, *, diagnoser: Optional[Diagnoser] = None
+) -> tuple[str, ...]:
     """The bugs among ``known`` (catalogue names) that explain a diagnosed divergence; () when it is new.
 
     Either its diagnosis names one of them, or the program shows several known
     bugs at once, which no single variant of the catalogue reproduces whole:
     then every one of ``levels`` at which the adapter diverges must be
-    reproduced, at that level, by a known bug's variant that fails there too.
+    reproduced, at that level, by a known bug's variant that fails there too. ``diagnoser`` runs
+    the variants (default: a new one; a fuzz run passes its own, which runs each once per program).
     """
     listed, compared = set(known), set(levels)
     names = [bug for bug in BUGS if bug in listed]
@@ -275,6 +287,7 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
     if divergence.fault is not None or not divergence.observations or len(names) < 2:
         return ()
     fixture, observations = divergence.fixture, list(divergence.observations)
+    diagnoser = diagnoser or Diagnoser()
     explained: list[str] = []
 
     def differs(expected: Fixture, actual: list[Any], level: str) -> bool:
@@ -285,7 +298,7 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
         if not differs(fixture, observations, level):
             continue
         for bug in names:
-            variant = _variant(fixture, bug)  # diagnose.simulate runs each variant once per program
+            variant = _variant(fixture, bug, diagnoser)
             if (
                 variant is not None
                 and differs(fixture, list(variant.expected), level)
@@ -298,17 +311,19 @@ def known_bugs(divergence: Divergence, known: Iterable[str], levels: Iterable[st
     return tuple(dict.fromkeys(explained))
 
 
-def _variant(fixture: Fixture, bug: str) -> Optional[Fixture]:
+def _variant(fixture: Fixture, bug: str, diagnoser: Diagnoser) -> Optional[Fixture]:
     """The fixture with the catalogue variant's observations as its expectations (None if the variant cannot run it)."""
-    simulated = simulate(fixture, bug)
+    simulated = diagnoser.simulate(fixture, bug)
     return None if simulated is None else replace(fixture, expected=tuple(simulated))
 
 
-def _with_diagnosis(divergence: Divergence) -> Divergence:
+def _with_diagnosis(divergence: Divergence, diagnoser: Diagnoser) -> Divergence:
     if divergence.fault is not None or divergence.diagnosis:
         return divergence
     found = tuple(
-        diagnose(divergence.fixture, list(divergence.observations), divergence.level, divergence.profile, edges=divergence.edges)
+        diagnoser.diagnose(
+            divergence.fixture, list(divergence.observations), divergence.level, divergence.profile, edges=divergence.edges
+        )
     )
     return replace(divergence, diagnosis=found)
 
@@ -347,6 +362,7 @@ def fuzz(
     profile = profile or hello.profile
     result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
     listed = bugs_of(expected)
+    diagnoser = Diagnoser()  # this run's: what it simulates is not seen by another run
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()
@@ -373,8 +389,8 @@ def fuzz(
             progress(result, False)
         divergence = examine(transport, program, result.levels, profile)
         if divergence is not None and listed:
-            divergence = _with_diagnosis(divergence)
-            bugs = known_bugs(divergence, listed, result.levels)
+            divergence = _with_diagnosis(divergence, diagnoser)
+            bugs = known_bugs(divergence, listed, result.levels, diagnoser=diagnoser)
             if bugs:
                 if result.first_found_at is None or keep_going:  # not while hypothesis shrinks a new one
                     result.known_programs += 1
@@ -382,7 +398,7 @@ def fuzz(
                         _record_known(result, bug, listed[bug])
                 return
         if divergence is not None and keep_going:
-            _record_if_new(transport, _with_diagnosis(divergence), result, seen, shrink, listed)
+            _record_if_new(transport, _with_diagnosis(divergence, diagnoser), result, seen, shrink, diagnoser, listed)
             return
         if divergence is not None:
             if result.first_found_at is None:
@@ -403,8 +419,8 @@ def fuzz(
         result.divergence = result.divergences[0] if result.divergences else None
     elif result.divergence is not None:
         if shrink:
-            result.divergence = minimize(transport, result.divergence, result, listed)
-        result.divergence = _with_diagnosis(result.divergence)
+            result.divergence = minimize(transport, result.divergence, result, listed, diagnoser=diagnoser)
+        result.divergence = _with_diagnosis(result.divergence, diagnoser)
     result.seconds = time.monotonic() - started
     if progress is not None:
         progress(result, True)
@@ -424,6 +440,7 @@ def _record_if_new(
     result: FuzzResult,
     seen: set[tuple[Any, ...]],
     shrink: bool,
+    diagnoser: Diagnoser,
     known: Iterable[str] = (),
 ) -> None:
     key = signature(divergence)
@@ -434,7 +451,7 @@ def _record_if_new(
     if result.first_found_at is None:
         result.first_found_at = result.examples
     if shrink:
-        divergence = _with_diagnosis(minimize(transport, divergence, result, known))
+        divergence = _with_diagnosis(minimize(transport, divergence, result, known, diagnoser=diagnoser), diagnoser)
         seen.add(signature(divergence))
     result.divergences.append(divergence)
 

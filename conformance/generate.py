@@ -14,12 +14,10 @@ compares and lists stale, missing and extra files.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable
 
 import msgspec
 
@@ -27,7 +25,9 @@ import reference
 from reference.ops import IEEE_EXACT_OPS
 
 from .bounds import LIBM_ULPS, derive_bounds
+from .cases.case import Case, CaseError
 from .execute import run_program
+from .files import write_atomic
 from .fixture import (
     FIXTURES_DIR,
     Comparison,
@@ -46,22 +46,6 @@ from .wire import float_bits_equal, to_json_ready
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 ROOT = CASES_DIR.parent.parent
-
-
-@dataclass(frozen=True)
-class Case:
-    """A case definition before the reference has run it."""
-
-    id: str
-    description: str
-    program: Program
-    generator: str
-    levels: Optional[tuple[str, ...]] = None
-    notes: dict[str, Any] = field(default_factory=dict)
-
-
-class CaseError(ValueError):
-    """A case definition that cannot become a fixture; the message names the file and case."""
 
 
 def load_toml_cases(path: Path) -> list[Case]:
@@ -296,29 +280,6 @@ def write(expected: dict[Path, str], root: Path = FIXTURES_DIR) -> Drift:
         path.unlink()
         _prune_empty_dirs(path.parent, root)
     return drift
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        os.chmod(temp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def _prune_empty_dirs(folder: Path, root: Path) -> None:

@@ -28,10 +28,11 @@ import pytest
 
 from .expected import ExpectedError, load_expected
 from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .launch import OpenedAdapter, open_adapter
 from .protocol import LEVELS
-from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
+from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
 from .runner import AdapterRun, AdapterSession, Result, select
-from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake, SubprocessTransport
+from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
 _PROPERTY = "conformance-results"
@@ -104,10 +105,9 @@ def options_markdown() -> str:
 
 @dataclass
 class _Engine:
-    config: AdapterConfig
+    opened: OpenedAdapter
     unavailable: Optional[str] = None
     session: Optional[AdapterSession] = None
-    transport: Optional[SubprocessTransport] = None
 
 
 @dataclass
@@ -122,22 +122,15 @@ class _State:
 
     def engine(self, adapter: AdapterConfig) -> _Engine:
         if adapter.name not in self.engines:
-            engine = _Engine(adapter)
-            engine.unavailable = adapter.missing()
-            if engine.unavailable is None:
-                failure = adapter.run_build()
-                if failure:
-                    engine.unavailable = f"build failed: {failure}"
-            if engine.unavailable is None:
-                expected = load_expected(adapter.expected_failures_path())
-                engine.transport = SubprocessTransport(
-                    adapter.argv(),
-                    cwd=adapter.cwd,
-                    env=adapter.env,
-                    timeout=self.timeout or adapter.timeout or CASE_TIMEOUT,
-                    start_timeout=self.handshake_timeout or adapter.handshake_timeout or HANDSHAKE_TIMEOUT,
-                )
-                engine.session = AdapterSession(adapter.name, engine.transport, expected)
+            opened = open_adapter(adapter, timeout=self.timeout, handshake_timeout=self.handshake_timeout)
+            engine = _Engine(opened)
+            if opened.unavailable:
+                engine.unavailable = opened.unavailable
+            elif opened.build_failure:
+                engine.unavailable = f"build failed: {opened.build_failure}"
+            else:
+                assert opened.transport is not None
+                engine.session = AdapterSession(adapter.name, opened.transport, opened.expected)
             self.engines[adapter.name] = engine
         return self.engines[adapter.name]
 
@@ -188,18 +181,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if names:
             if not registry_path.exists():
                 raise pytest.UsageError(f"--conformance-adapter needs a registry: {registry_path} does not exist")
-            registry = load_registry(registry_path)
-            for name in names:
-                if name not in registry:
-                    raise pytest.UsageError(
-                        f"--conformance-adapter {name!r} is not registered in {registry_path} (known: {', '.join(registry)})"
-                    )
-                adapters.append(registry[name])
+            adapters += registered(registry_path, names, "--conformance-adapter")
         if command:
-            adapter = ad_hoc(command)
             expected = setting(config, "--conformance-expected-failures")
+            adapter = ad_hoc(command, Path(expected) if expected else None)
             if expected:
-                adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(Path(expected).resolve())})
                 load_expected(adapter.expected_failures_path())  # a bad or missing file is a usage error, now
             adapters.append(adapter)
     except (RegistryError, ExpectedError) as error:
@@ -255,8 +241,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Shut every adapter process down."""
     if STATE in config.stash:
         for engine in config.stash[STATE].engines.values():
-            if engine.transport is not None:
-                engine.transport.close()
+            engine.opened.close()
 
 
 def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fixture) -> None:

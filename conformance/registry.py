@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from .fixture import PACKAGE_ROOT
 from .tomlfile import load_toml
@@ -56,6 +56,17 @@ _KEYS = {
 
 class RegistryError(ValueError):
     """A malformed registry; the message names the file, the adapter and the field."""
+
+
+def split_command(command: str, where: str) -> list[str]:
+    """An adapter command line as its arguments, split as a POSIX shell would (the kit's one place that does).
+
+    Raises RegistryError ``<where> cannot be split into arguments: ...`` for an unclosed quote or the like.
+    """
+    try:
+        return shlex.split(command)
+    except ValueError as error:
+        raise RegistryError(f"{where} cannot be split into arguments: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,7 @@ class AdapterConfig:
 
     def argv(self) -> list[str]:
         """The command as an argument list, ``{python}`` expanded, relative programs resolved."""
-        argv = [part.replace("{python}", sys.executable) for part in shlex.split(self.command)]
+        argv = [part.replace("{python}", sys.executable) for part in split_command(self.command, f"adapter {self.name!r}")]
         if argv and "/" in argv[0] and not Path(argv[0]).is_absolute():
             argv[0] = str(self.cwd / argv[0])
         return argv
@@ -209,10 +220,7 @@ def _adapter(name: str, table: Any, root: Path, where: str) -> AdapterConfig:
 
     command = text("command", required=True)
     assert command is not None
-    try:
-        shlex.split(command)
-    except ValueError as error:
-        raise RegistryError(f"{where}: field 'command' cannot be split into arguments: {error}") from None
+    split_command(command, f"{where}: field 'command'")
     return AdapterConfig(
         name=name,
         command=command,
@@ -231,10 +239,28 @@ def _adapter(name: str, table: Any, root: Path, where: str) -> AdapterConfig:
     )
 
 
-def ad_hoc(command: str) -> AdapterConfig:
-    """An unregistered adapter given on the command line; relative paths resolve against the current folder."""
-    try:
-        shlex.split(command)
-    except ValueError as error:
-        raise RegistryError(f"--command {command!r} cannot be split into arguments: {error}") from None
-    return AdapterConfig(name="command", command=command, root=Path.cwd(), description=command)
+def ad_hoc(command: str, expected_failures: Optional[Path] = None) -> AdapterConfig:
+    """An unregistered adapter given on the command line; relative paths resolve against the current folder.
+
+    ``expected_failures`` is its expected-failures file, if one was given (resolved against the current folder).
+    """
+    split_command(command, f"--command {command!r}")
+    return AdapterConfig(
+        name="command",
+        command=command,
+        root=Path.cwd(),
+        description=command,
+        expected_failures=str(expected_failures.resolve()) if expected_failures else None,
+    )
+
+
+def registered(registry: Path, names: Optional[Sequence[str]], option: str) -> list[AdapterConfig]:
+    """The adapters ``names`` of the registry file (every one when names is None), in that order.
+
+    Raises RegistryError for a malformed registry, or ``<option> 'NAME' is not registered in <registry> (known: ...)``.
+    """
+    adapters = load_registry(registry)
+    for name in names or []:
+        if name not in adapters:
+            raise RegistryError(f"{option} {name!r} is not registered in {registry} (known: {', '.join(adapters)})")
+    return [adapters[name] for name in (names if names is not None else adapters)]

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from . import __version__
+from .files import write_atomic
 from .fixture import FORMAT_VERSION
-from .generate import write_atomic
 from .protocol import LEVELS
 from .runner import OUTCOMES, AdapterRun, Result
 from .transport import PROTOCOL_VERSION

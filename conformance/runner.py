@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from .compare import compare_level
 from .contract import Rule, rules_for_case
-from .diagnose import diagnose, diagnose_error
+from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
 from .protocol import Profile
@@ -224,7 +224,8 @@ class AdapterSession:
     """One adapter's transport across a run: runs cases, and gives up on the adapter once it is clearly dead.
 
     ``deadline`` (a ``time.monotonic()`` value) is the whole run's time budget: a case never waits past it,
-    and once it has passed every case is not run.
+    and once it has passed every case is not run. The session names likely bugs with its own ``Diagnoser``
+    (or the one given), so what one run has simulated is never seen by another.
     """
 
     def __init__(
@@ -237,6 +238,7 @@ class AdapterSession:
         budget_note: str = "the run's time budget ran out",
         on_result: Optional[Callable[[list[Result]], None]] = None,
         profile: Optional[str] = None,
+        diagnoser: Optional[Diagnoser] = None,
     ) -> None:
         self.name = name
         self.profile = profile
@@ -245,6 +247,7 @@ class AdapterSession:
         self.deadline = deadline
         self.budget_note = budget_note
         self.on_result = on_result
+        self.diagnoser = diagnoser or Diagnoser()
         self.hello: Optional[Handshake] = None
         self.down: Optional[AdapterDown] = None
         self._streak = 0
@@ -279,7 +282,9 @@ class AdapterSession:
             return [Result(self.name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
         timeout = None if remaining is None else max(0.1, min(remaining, getattr(self.transport, "timeout", remaining)))
         self._faulted = False
-        results = run_case(self.name, self.transport, self.hello, fixture, self.expected, timeout, self._fault)
+        results = run_case(
+            self.name, self.transport, self.hello, fixture, self.expected, timeout, self._fault, diagnoser=self.diagnoser
+        )
         if not self._faulted:
             self._streak = 0  # a case was answered: whatever failed before was not a dead adapter
         return results
@@ -364,8 +369,10 @@ def run_case(
     expected: list[Expected],
     timeout: Optional[float] = None,
     on_fault: Optional[Callable[[AdapterFault], None]] = None,
+    *,
+    diagnoser: Optional[Diagnoser] = None,
 ) -> list[Result]:
-    """Every level's result for one case."""
+    """Every level's result for one case; a failed level's likely bugs are named by ``diagnoser`` (default: a new one)."""
     gap = support_gap(fixture, hello)
     if gap:
         return [Result(name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
@@ -375,6 +382,7 @@ def run_case(
     if not levels:
         return unsupported
     edges = hello.trace == "full"
+    diagnoser = diagnoser or Diagnoser()
     try:
         observations = transport.run(fixture.id, fixture.program, timeout)
     except AdapterFault as fault:
@@ -388,7 +396,7 @@ def run_case(
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
-            diagnosis = tuple(diagnose(fixture, observations, level, hello.profile, edges=edges))
+            diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
             outcome = Result(name, fixture.id, level, "failed", message, diagnosis, share)
         else:
             outcome = Result(name, fixture.id, level, "passed", largest_share=share)

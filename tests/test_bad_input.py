@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cases.case import CaseError
 from conformance.fixture import FixtureBug, load_fixture
-from conformance.generate import CaseError, load_toml_cases
+from conformance.generate import load_toml_cases
 from conformance.program import ProgramError, parse_program
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given, settings
 
 from conformance.bounds import Quantity, derive_bounds
+from conformance.cases.case import Case
 from conformance.compare import compare_level
 from conformance.fixture import load_corpus
 from conformance.fuzz import fuzz
-from conformance.generate import Case, build_fixture, compact_bound
+from conformance.generate import build_fixture, compact_bound
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import parse_program
 from conformance.strategies import programs

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..generate import Case
 from ..program import parse_program
+from .case import Case
 
 #: Every op at ordinary points and at its edges: (op, label, operand values, exponent).
 #: The ``libm-rounding`` points are inputs where glibc's exp, log, tanh or pow is not

@@ -26,8 +26,8 @@ from reference.model import GPT, RMS_EPS, GPTConfig
 from reference.tokenizer import BOS, encode
 
 from ..fixture import RECORDS_DIR, canonical_text
-from ..generate import Case
 from ..llm import ProgramRecorder
+from .case import Case
 
 GENERATOR = "conformance.cases.llm"
 

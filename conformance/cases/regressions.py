@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..generate import Case, CaseError
 from ..program import ProgramError, parse_program, program_hash
 from ..wire import load_json_file
+from .case import Case, CaseError
 
 FOLDER = Path(__file__).resolve().parent / "regressions"
 #: The id's hash prefix, in hex digits.

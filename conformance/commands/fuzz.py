@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import UsageError
-from ..expected import load_expected
 from ..fixture import FIXTURES_DIR
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
+from ..launch import choose_adapters, open_adapter
 from ..program import DECLARABLE_OPS
 from ..protocol import LEVELS, Profile
 from ..registry import REGISTRY
-from ..transport import AdapterFault, SubprocessTransport
-from .run import choose_adapters
+from ..transport import HANDSHAKE_TIMEOUT, AdapterFault
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -102,21 +101,22 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout {args.timeout:g}: must be positive")
     if bool(args.command) == bool(args.adapter) or (args.adapter and len(args.adapter) > 1):
         raise UsageError("fuzz needs exactly one adapter: --adapter NAME or --command CMD")
-    (adapter,) = choose_adapters(args)
+    (adapter,) = choose_adapters(
+        command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
+    )
+    # fuzz has no --handshake-timeout: it gives every adapter the default time to answer hello.
+    opened = open_adapter(adapter, timeout=args.timeout, handshake_timeout=HANDSHAKE_TIMEOUT)
+    if opened.unavailable:
+        print(f"{adapter.name}: unavailable: {opened.unavailable}")
+        return 1
+    if opened.build_failure:
+        print(f"BUILD FAILED {adapter.name}: {opened.build_failure}")
+        return 1
+    assert opened.transport is not None
     expected_path = adapter.expected_failures_path()
-    expected = load_expected(expected_path)
-    missing = adapter.missing()
-    if missing:
-        print(f"{adapter.name}: unavailable: {missing}")
-        return 1
-    failure = adapter.run_build()
-    if failure:
-        print(f"BUILD FAILED {adapter.name}: {failure}")
-        return 1
-    transport = SubprocessTransport(adapter.argv(), cwd=adapter.cwd, env=adapter.env, timeout=args.timeout)
     try:
         result = fuzz(
-            transport,
+            opened.transport,
             examples=args.examples,
             seed=args.seed,
             database=args.database,
@@ -127,13 +127,13 @@ def run(args: argparse.Namespace) -> int:
             exclude_ops=args.exclude_op,
             keep_going=args.keep_going,
             profile=args.profile,
-            expected=expected,
+            expected=opened.expected,
         )
     except AdapterFault as fault:
         print(f"{adapter.name}: the adapter failed to start: {fault}")
         return 1
     finally:
-        transport.close()
+        opened.close()
     print(_summary(adapter.name, result, args))
     if result.known:
         print(f"{result.known_programs} program(s) diverged by bugs the expected failures list; not counted, the search went on:")

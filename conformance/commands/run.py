@@ -24,11 +24,12 @@ from types import FrameType
 from typing import Optional
 
 from ..errors import UsageError
-from ..expected import Expected, load_expected, write_expected
+from ..expected import Expected, write_expected
 from ..fixture import FIXTURES_DIR, load_corpus_reporting
+from ..launch import choose_adapters, open_adapter
 from ..mutants import bug_named
 from ..protocol import Profile
-from ..registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, load_registry
+from ..registry import REGISTRY, AdapterConfig
 from ..report import (
     LiveLog,
     details_text,
@@ -41,7 +42,7 @@ from ..report import (
     write_markdown,
 )
 from ..runner import AdapterRun, Result, not_run, run_adapter, select
-from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, SubprocessTransport
+from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -112,30 +113,6 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
     return value
 
 
-def choose_adapters(args: argparse.Namespace) -> list[AdapterConfig]:
-    """The adapters this run uses, from --command, --adapter or the whole registry."""
-    adapters: list[AdapterConfig] = []
-    if args.command:
-        adapter = ad_hoc(args.command)
-        if args.expected_failures:
-            adapter = AdapterConfig(**{**adapter.__dict__, "expected_failures": str(args.expected_failures.resolve())})
-        adapters.append(adapter)
-    if args.adapter or not args.command:
-        if not args.registry.exists():
-            raise UsageError(
-                f"no adapter registry at {args.registry}: give the adapter as --command CMD, or a registry as --registry FILE"
-            )
-        try:
-            registry = load_registry(args.registry)
-        except RegistryError as error:
-            raise UsageError(str(error)) from None
-        for name in args.adapter or list(registry):
-            if name not in registry:
-                raise UsageError(f"--adapter {name!r} is not registered in {args.registry} (known: {', '.join(registry)})")
-            adapters.append(registry[name])
-    return adapters
-
-
 def empty_selection_message(fixtures_dir: Path, total: int, patterns: Optional[list[str]], shard: object) -> str:
     """Why zero cases were selected, naming the folder looked in."""
     if total == 0:
@@ -163,7 +140,9 @@ def run(args: argparse.Namespace) -> int:
     timeout = positive(args.timeout, "--timeout")
     handshake_timeout = positive(args.handshake_timeout, "--handshake-timeout")
     max_time = positive(args.max_time, "--max-time")
-    adapters = choose_adapters(args)
+    adapters = choose_adapters(
+        command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
+    )
     corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
     fixtures = select(corpus, args.case, shard)
     if not fixtures and not fixture_bugs and not args.allow_empty:
@@ -239,27 +218,26 @@ def _run_one(
     log: LiveLog,
 ) -> tuple[AdapterRun, Optional[str]]:
     """One adapter's run, and its build failure if the build failed."""
-    missing = adapter.missing()
-    if missing:
-        log.note(f"{adapter.name}: unavailable: {missing}")
-        return AdapterRun(adapter.name, available=False, reason=missing), None
-    failure = adapter.run_build(log.note)
-    if failure:
-        log.note(f"{adapter.name}: build failed")
-        return AdapterRun(adapter.name, available=False, reason="build failed"), failure
-    expected = load_expected(adapter.expected_failures_path(), missing_ok=args.update_expected)
-    transport = SubprocessTransport(
-        adapter.argv(),
-        cwd=adapter.cwd,
-        env=adapter.env,
-        timeout=timeout or adapter.timeout or CASE_TIMEOUT,
-        start_timeout=handshake_timeout or adapter.handshake_timeout or HANDSHAKE_TIMEOUT,
+    opened = open_adapter(
+        adapter,
+        timeout=timeout,
+        handshake_timeout=handshake_timeout,
+        log=log.note,
+        expected_missing_ok=args.update_expected,
     )
+    if opened.unavailable:
+        log.note(f"{adapter.name}: unavailable: {opened.unavailable}")
+        return AdapterRun(adapter.name, available=False, reason=opened.unavailable), None
+    if opened.build_failure:
+        log.note(f"{adapter.name}: build failed")
+        return AdapterRun(adapter.name, available=False, reason="build failed"), opened.build_failure
+    assert opened.transport is not None
+    expected = opened.expected
     log.start(adapter.name, len(fixtures))
     try:
         run = run_adapter(
             adapter.name,
-            transport,
+            opened.transport,
             fixtures,
             expected,
             log.progress,
@@ -269,7 +247,7 @@ def _run_one(
             profile=args.profile,
         )
     finally:
-        transport.close()
+        opened.close()
     log.finish(run)
     path = adapter.expected_failures_path()
     run.expected_failures = str(path) if path else ""

@@ -1,0 +1,76 @@
+"""The Diagnoser: each catalogue variant runs once per program, and what one run simulated no other run sees."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance import diagnose as diagnose_module
+from conformance.cases.case import Case
+from conformance.diagnose import Diagnoser
+from conformance.generate import build_fixture
+from conformance.mutants import BUGS, MutantEngine
+from conformance.program import parse_program
+from conformance.runner import AdapterSession
+
+
+def _fixture(value: float, case_id: str = "test/square"):
+    program = parse_program(
+        [
+            {"id": "x", "op": "variable", "value": value},
+            {"id": "y", "op": "mul", "operands": ["x", "x"]},
+            {"op": "backward", "output": "y"},
+        ],
+        "test",
+    )
+    return build_fixture(Case(case_id, "x * x", program, "test"))
+
+
+def _count_runs(monkeypatch) -> list[str]:
+    """The bug of every catalogue variant the diagnose module runs from now on, in order."""
+    runs: list[str] = []
+
+    class Counting(MutantEngine):
+        def run(self, program):
+            runs.append(self.bug)
+            return super().run(program)
+
+    monkeypatch.setattr(diagnose_module, "MutantEngine", Counting)
+    return runs
+
+
+def test_a_diagnoser_runs_each_variant_once_per_program_however_often_it_is_asked(monkeypatch):
+    runs = _count_runs(monkeypatch)
+    fixture = _fixture(3.0)
+    observations = MutantEngine("assign").run(fixture.program)
+    diagnoser = Diagnoser()
+    first = diagnoser.diagnose(fixture, observations, "gradients")
+    again = diagnoser.diagnose(fixture, observations, "values")
+    assert BUGS["assign"] in first and again == []
+    assert len(runs) == len(set(runs)) == len(BUGS) - 1  # every variant once; recursive-topo is named from errors
+
+
+def test_two_diagnosers_share_nothing_they_simulated():
+    # Two fixtures under one id and no program hash: a memory shared by two runs would answer the second from the first.
+    three, five = _fixture(3.0), _fixture(5.0)
+    three, five = (replace(f, provenance={}) for f in (three, five))
+    simulated_three = Diagnoser().simulate(three, "assign")
+    simulated_five = Diagnoser().simulate(five, "assign")
+    assert simulated_three is not None and simulated_five is not None
+    assert simulated_three[1]["value"] == 9.0 and simulated_five[1]["value"] == 25.0
+
+
+def test_a_diagnoser_that_is_full_forgets_and_starts_again(monkeypatch):
+    runs = _count_runs(monkeypatch)
+    diagnoser = Diagnoser(max_entries=2)
+    fixture = _fixture(3.0)
+    for bug in ("assign", "stale", "assign", "seed-ignored", "assign"):
+        diagnoser.simulate(fixture, bug)
+    assert runs == ["assign", "stale", "seed-ignored", "assign"]
+
+
+def test_every_adapter_session_has_a_diagnoser_of_its_own():
+    one = AdapterSession("one", transport=None, expected=[])  # type: ignore[arg-type]
+    two = AdapterSession("two", transport=None, expected=[])  # type: ignore[arg-type]
+    shared = Diagnoser()
+    assert one.diagnoser is not two.diagnoser
+    assert AdapterSession("three", transport=None, expected=[], diagnoser=shared).diagnoser is shared  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def test_two_diagnosers_share_nothing_they_simulated():
     simulated_three = Diagnoser().simulate(three, "assign")
     simulated_five = Diagnoser().simulate(five, "assign")
     assert simulated_three is not None and simulated_five is not None
-    assert simulated_three[1]["value"] == 9.0 and simulated_five[1]["value"] == 25.0
+    assert simulated_three[1].value == 9.0 and simulated_five[1].value == 25.0
 
 
 def test_a_diagnoser_that_is_full_forgets_and_starts_again(monkeypatch):

@@ -16,7 +16,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 #: The docs a porter needs without the repository.
-DOCS = ("contract.md", "protocol.md", "fixtures.md", "fuzzing.md", "broken-engines.md", "starting.md")
+DOCS = ("contract.md", "protocol.md", "protocol.schema.json", "fixtures.md", "fuzzing.md", "broken-engines.md", "starting.md")
 
 
 class BuildWithCorpus(build_py):

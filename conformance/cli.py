@@ -21,7 +21,7 @@ COMMANDS = [run, list_cases, explain, regen, fuzz, train, docs, init]
 def version_text() -> str:
     """The kit, protocol and fixture format versions, and where the corpus comes from."""
     from .fixture import FIXTURES_DIR, FORMAT_VERSION, in_checkout
-    from .transport import PROTOCOL_VERSION
+    from .protocol import PROTOCOL_VERSION
 
     where = "the kit's checkout" if in_checkout() else "the installed package"
     return (

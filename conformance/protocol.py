@@ -310,7 +310,7 @@ Reply = Union[Result, ErrorReply]
 
 _LAX: dict[str, "msgspec.json.Decoder[Any]"] = {
     "hello": msgspec.json.Decoder(Hello, strict=False),
-    "reply": msgspec.json.Decoder(Reply, strict=False),  # type: ignore[arg-type]
+    "reply": msgspec.json.Decoder(Reply, strict=False),
 }
 _TYPES: dict[str, Any] = {"hello": Hello, "reply": Reply}
 #: ``-0`` (or ``-0`` followed by a delimiter) written as an integer: msgspec would read it as +0.0.
@@ -433,6 +433,18 @@ def _finite(observation: Observation) -> bool:
     return math.isfinite(total)
 
 
+def run_request(case: str, program: Program) -> bytes:
+    """The run request for one case, as one JSON line (without the newline)."""
+    steps = [step.to_json() for step in program]
+    if all(_finite_step(step) for step in program):
+        return _ENCODER.encode({"type": "run", "case": case, "program": steps})
+    return wire.dumps_line({"type": "run", "case": case, "program": steps}).encode()
+
+
+def _finite_step(step: Step) -> bool:
+    return all(x is None or math.isfinite(x) for x in (step.value, step.exponent, step.seed))
+
+
 def hello_request() -> bytes:
     """The harness's hello line."""
     return _ENCODER.encode(HelloRequest(PROTOCOL_VERSION))
@@ -455,7 +467,17 @@ def protocol_schema() -> dict[str, Any]:
     Stricter than the decoder: a float is a JSON number or one of "inf", "-inf", "nan"; a
     declared op, level, feature, error kind, trace or profile is one the protocol knows.
     """
-    (reply,), defs = msgspec.json.schema_components([Union[Hello, Result, ErrorReply]], ref_template="#/$defs/{name}")
+    _, defs = msgspec.json.schema_components([Union[Hello, Result, ErrorReply]], ref_template="#/$defs/{name}")
+    # Dispatch on "type" with if/then, so a validator names the field that is wrong, not just "no branch matched".
+    reply = {
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"enum": ["hello", "result", "error"]}},
+        "allOf": [
+            {"if": {"properties": {"type": {"const": tag}}}, "then": {"$ref": f"#/$defs/{name}"}}
+            for tag, name in (("hello", "Hello"), ("result", "Result"), ("error", "ErrorReply"))
+        ],
+    }
     defs = _floats_named(defs)
     hello = defs["Hello"]["properties"]
     hello["protocol"] = {"const": PROTOCOL_VERSION}

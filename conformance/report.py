@@ -24,9 +24,8 @@ from typing import Any, Optional, TextIO
 from . import __version__
 from .files import write_atomic
 from .fixture import FORMAT_VERSION
-from .protocol import LEVELS
+from .protocol import LEVELS, PROTOCOL_VERSION
 from .runner import OUTCOMES, AdapterRun, Result
-from .transport import PROTOCOL_VERSION
 
 COLUMNS = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
 #: How many failure lines LiveLog prints per adapter before it only counts them.

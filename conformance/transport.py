@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .execute import run_program
-from .program import DECLARABLE_OPS, Program, program_to_json
+from .program import DECLARABLE_OPS, Program
 from .protocol import (
     ERROR_KINDS,
     FEATURES,
@@ -48,9 +48,9 @@ from .protocol import (
     decode_reply,
     hello_from_data,
     hello_request,
+    run_request,
     version_mismatch,
 )
-from .wire import dumps_line
 
 T = TypeVar("T")
 #: Seconds an adapter has to answer hello. Starting a process takes milliseconds; an adapter that has not
@@ -221,7 +221,7 @@ class SubprocessTransport:
         self.process: Optional[subprocess.Popen[bytes]] = None
         self.hello: Optional[Handshake] = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
-        self._buffer = b""
+        self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
         self.restarts = 0
 
@@ -229,7 +229,7 @@ class SubprocessTransport:
 
     def _start(self, timeout: float) -> Handshake:
         self._stderr = collections.deque(maxlen=200)
-        self._buffer = b""
+        self._buffer = bytearray()
         try:
             # A session of its own: the adapter and everything it spawns form one process group,
             # which _kill ends as a whole.
@@ -288,8 +288,7 @@ class SubprocessTransport:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
-            request = {"type": "run", "case": case, "program": program_to_json(program)}
-            self._send(dumps_line(request).encode(), f"case {case}", deadline, limit)
+            self._send(run_request(case, program), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
@@ -402,7 +401,9 @@ class SubprocessTransport:
         exited_at: Optional[float] = None
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
+            scanned = 0  # the buffer holds no newline before this offset: each byte is searched once
+            while (end := self._buffer.find(b"\n", scanned)) < 0:
+                scanned = len(self._buffer)
                 if len(self._buffer) > self.max_line:
                     raise AdapterFault(
                         f"oversized reply during {during}: more than {self.max_line} bytes without a newline", kind="oversized"
@@ -422,7 +423,8 @@ class SubprocessTransport:
                     partial = f" (it wrote a partial line: {_clip(self._buffer)})" if self._buffer else ""
                     raise AdapterFault(self._exit_message(during) + partial, self.stderr_tail(), kind="exit")
                 self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
         if len(line) > self.max_line:
             raise AdapterFault(f"oversized reply during {during}: {len(line)} bytes (limit {self.max_line})", kind="oversized")
         return line

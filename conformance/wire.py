@@ -100,5 +100,5 @@ def ulp_distance(a: float, b: float) -> float:
 
 def _ordinal(x: float) -> int:
     # Map doubles to integers so that adjacent doubles differ by one; -0.0 and 0.0 are one apart.
-    (bits,) = struct.unpack("<q", struct.pack("<d", x))
+    bits: int = struct.unpack("<q", struct.pack("<d", x))[0]
     return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF) - 1

@@ -6,6 +6,8 @@ Every number is computed here, not written in.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from . import (
     EngineError,
     NonFiniteAccumulatedGradient,
@@ -80,7 +82,7 @@ def _typed_errors() -> str:
     loss = big * 1e308
     loss.backward()
     before = (big.grad, loss.grad)
-    scenarios = [
+    scenarios: list[tuple[str, type[Exception], Callable[[], object]]] = [
         ("constant-output", UntrackedOutput, lambda: constant(3.0).backward()),
         ("non-finite-seed", NonFiniteSeed, lambda: loss.backward(float("inf"))),
         ("non-finite-accumulated-gradient", NonFiniteAccumulatedGradient, lambda: loss.backward()),

@@ -25,7 +25,7 @@ from typing import Optional
 
 from ..errors import UsageError
 from ..expected import Expected, write_expected
-from ..fixture import FIXTURES_DIR, load_corpus_reporting
+from ..fixture import FIXTURES_DIR, Fixture, load_corpus_reporting
 from ..launch import choose_adapters, open_adapter
 from ..mutants import bug_named
 from ..protocol import Profile
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if unexpected and not args.update_expected else 0
 
 
-def _not_started(adapter: AdapterConfig, fixtures: list, why: str) -> AdapterRun:
+def _not_started(adapter: AdapterConfig, fixtures: list[Fixture], why: str) -> AdapterRun:
     run = AdapterRun(adapter.name)
     for fixture in fixtures:
         run.results += not_run(adapter.name, fixture, why)
@@ -210,7 +210,7 @@ def _not_started(adapter: AdapterConfig, fixtures: list, why: str) -> AdapterRun
 def _run_one(
     adapter: AdapterConfig,
     args: argparse.Namespace,
-    fixtures: list,
+    fixtures: list[Fixture],
     timeout: Optional[float],
     handshake_timeout: Optional[float],
     deadline: Optional[float],

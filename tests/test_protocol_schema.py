@@ -1,0 +1,93 @@
+"""The published protocol schema (docs/protocol.schema.json) validates every reply of every built-in adapter.
+
+Each adapter is started as a porter's harness would start it, asked hello and then every canonical
+case, and every line it writes to stdout is checked against the schema offline, with the
+schema's own validator (jsonschema), not with the harness's decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import jsonschema
+import pytest
+
+from conformance.commands.regen import SCHEMA_FILE, schema_text
+from conformance.contract import docs_dir
+from conformance.fixture import FIXTURES_DIR, load_corpus
+from conformance.program import program_to_json
+from conformance.protocol import PROTOCOL_VERSION
+from conformance.registry import REGISTRY, load_registry
+from conformance.wire import dumps_line, loads
+
+CORPUS = load_corpus(FIXTURES_DIR)
+SCHEMA = json.loads((docs_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+#: torch is optional and never installed by the set-up; it is checked when present.
+ADAPTERS = ["python", "micrograd", "rust", "go", "torch"]
+
+
+def test_the_committed_schema_is_the_generated_one():
+    assert (docs_dir() / SCHEMA_FILE).read_text(encoding="utf-8") == schema_text()
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def _errors(line: str) -> list[str]:
+    return [f"at {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in VALIDATOR.iter_errors(loads(line))]
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_every_reply_of_a_built_in_adapter_matches_the_schema(name):
+    adapter = load_registry(REGISTRY)[name]
+    if adapter.missing():
+        pytest.skip(f"{name}: {adapter.missing()}")
+    failure = adapter.run_build()
+    assert failure is None, failure
+    requests = [dumps_line({"type": "hello", "protocol": PROTOCOL_VERSION})]
+    requests += [dumps_line({"type": "run", "case": f.id, "program": program_to_json(f.program)}) for f in CORPUS]
+    requests.append(dumps_line({"type": "shutdown"}))
+    done = subprocess.run(
+        adapter.argv(), cwd=adapter.cwd, input="\n".join(requests) + "\n", capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(CORPUS) + 1
+    bad = {index: problems for index, line in enumerate(lines) if (problems := _errors(line))}
+    assert not bad, {("hello" if i == 0 else CORPUS[i - 1].id): p[:3] for i, p in list(bad.items())[:5]}
+
+
+@pytest.mark.parametrize(
+    "reply, where",
+    [
+        ({"type": "result", "case": "c", "observations": [{"value": "1.5", "tracked": True}]}, "observations/0"),
+        (
+            {"type": "result", "case": "c", "observations": [{"error": {"kind": "non-finite-seed", "seed": "inf", "node": "x"}}]},
+            "error",
+        ),
+        (
+            {"type": "result", "case": "c", "observations": [{"error": {"kind": "non-finite-leaf", "operation": "variable"}}]},
+            "error",
+        ),
+        (
+            {"type": "hello", "protocol": 1, "engine": {"name": "e", "version": "0", "language": "c"}, "ops": [], "levels": []},
+            "protocol",
+        ),
+        (
+            {
+                "type": "hello",
+                "protocol": 2,
+                "engine": {"name": "e", "version": "0", "language": "c"},
+                "ops": ["sqrt"],
+                "levels": [],
+            },
+            "ops",
+        ),
+    ],
+)
+def test_the_schema_refuses_what_the_protocol_forbids(reply, where):
+    # A number written as another string, an error with a field its kind does not have or
+    # without one it has, the old protocol version, an op nobody knows.
+    problems = _errors(json.dumps(reply))
+    assert problems, reply
+    assert any(where in problem for problem in problems), problems

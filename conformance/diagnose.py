@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture
-from .mutants import BUGS, MutantEngine
+from .mutants import BUGS, Bug, MutantEngine
 from .protocol import Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
@@ -110,7 +110,7 @@ def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: 
 def diagnose_error(message: str) -> Optional[str]:
     """A diagnosis for an adapter error, when its message or stderr shows one."""
     if any(word in message for word in _RECURSION_WORDS):
-        return BUGS["recursive-topo"]
+        return BUGS[Bug.RECURSIVE_TOPO]
     return None
 
 
@@ -122,7 +122,7 @@ def _changed_on_failure(fixture: Fixture, observations: list[Observation]) -> Op
         gradients = observation.gradients
         if observation.error is not None and previous is not None and gradients is not None:
             if any(gradients.get(name) != value for name, value in previous.items()):
-                return BUGS["partial-commit"]
+                return BUGS[Bug.PARTIAL_COMMIT]
         if gradients is not None:
             previous = gradients
     return None

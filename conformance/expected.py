@@ -90,7 +90,7 @@ def _check_bug(bug: object, where: str) -> None:
     if not isinstance(bug, str):
         raise ExpectedError(f"{where}: field 'bug' must be a string naming a bug of the catalogue, not {bug!r}")
     if bug not in BUGS:
-        close = difflib.get_close_matches(bug, list(BUGS), n=1)
+        close = difflib.get_close_matches(bug, [str(name) for name in BUGS], n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ExpectedError(
             f"{where}: field 'bug': {bug!r} is not a bug of the catalogue ({hint}known: {', '.join(sorted(BUGS))})"

@@ -13,6 +13,7 @@ likely bug.
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from typing import Any, Callable, Optional
 
 from reference.crmath import cr_pow, ieee_div
@@ -49,10 +50,64 @@ WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]
     "relu": lambda a, r, c: (1.0,),
 }
 
+
+class Bug(StrEnum):
+    """A mistake of the catalogue, by the name a porter would give it (``BUGS`` has its description)."""
+
+    RELU_DERIVATIVE_AT_ZERO = "relu-derivative-at-zero"
+    ONLY_SLOT_0_CHECKED = "only-slot-0-checked"
+    DERIVATIVE_UNCHECKED = "derivative-unchecked"
+    ACCUMULATION_CHECKED_FIRST = "accumulation-checked-first"
+    ASSIGN = "assign"
+    MERGE_EDGES = "merge-edges"
+    STALE = "stale"
+    PARTIAL_COMMIT = "partial-commit"
+    DETACH_EDGE = "detach-edge"
+    ZERO_LEAVES = "zero-leaves"
+    SEED_IGNORED = "seed-ignored"
+    UNTRACKED_GRADS = "untracked-grads"
+    RECURSIVE_TOPO = "recursive-topo"
+    WRONG_DERIVATIVE_ADD = "wrong-derivative-add"
+    WRONG_DERIVATIVE_SUB = "wrong-derivative-sub"
+    WRONG_DERIVATIVE_MUL = "wrong-derivative-mul"
+    WRONG_DERIVATIVE_DIV = "wrong-derivative-div"
+    WRONG_DERIVATIVE_NEG = "wrong-derivative-neg"
+    WRONG_DERIVATIVE_POW = "wrong-derivative-pow"
+    WRONG_DERIVATIVE_EXP = "wrong-derivative-exp"
+    WRONG_DERIVATIVE_LOG = "wrong-derivative-log"
+    WRONG_DERIVATIVE_TANH = "wrong-derivative-tanh"
+    WRONG_DERIVATIVE_RELU = "wrong-derivative-relu"
+    DIV_BY_RECIPROCAL = "div-by-reciprocal"
+    DIV_DERIVATIVE_SQUARED = "div-derivative-squared"
+    POW_DERIVATIVE_AT_C_0 = "pow-derivative-at-c-0"
+    RELU_KEEPS_NEGATIVE_ZERO = "relu-keeps-negative-zero"
+    SIGNED_ZERO_LOST = "signed-zero-lost"
+    LEAF_UNCHECKED = "leaf-unchecked"
+    DERIVATIVE_CHECKED_FIRST = "derivative-checked-first"
+    FAILED_OP_KEPT = "failed-op-kept"
+    RESULT_ALWAYS_TRACKED = "result-always-tracked"
+    DETACH_STAYS_TRACKED = "detach-stays-tracked"
+    MERGE_EQUAL_EXPRESSIONS = "merge-equal-expressions"
+    MERGE_EQUAL_LEAVES = "merge-equal-leaves"
+    SEED_CHECKED_FIRST = "seed-checked-first"
+    CONTRIBUTION_UNCHECKED = "contribution-unchecked"
+    PASS_ADJOINT_UNCHECKED = "pass-adjoint-unchecked"
+    ACCUMULATION_UNCHECKED = "accumulation-unchecked"
+    UNTRACKED_EDGES_SKIPPED = "untracked-edges-skipped"
+    ZERO_UPSTREAM_SKIPPED = "zero-upstream-skipped"
+    NO_ACCUMULATION = "no-accumulation"
+    OUTPUT_GRAD_ASSIGNED = "output-grad-assigned"
+    ZERO_GRAD_OUTPUT_ONLY = "zero-grad-output-only"
+    ZERO_GRAD_EVERYTHING = "zero-grad-everything"
+    TAPE_ORDER = "tape-order"
+    REVERSE_SLOT_ORDER = "reverse-slot-order"
+    WHOLE_GRAPH_TOPOLOGY = "whole-graph-topology"
+
+
 #: Every bug of the catalogue and its plain-words description, as a diagnosis prints it.
 #: When several bugs reproduce one failure, the diagnosis names them in this order, so a
 #: bug that is a special case of another comes first (see _SPECIFIC_FIRST below).
-BUGS: dict[str, str] = {
+_DESCRIPTIONS: dict[str, str] = {
     "assign": "contributions assigned instead of added: each operand edge overwrites its operand's pass adjoint, "
     "so a node used more than once keeps only its last contribution",
     "merge-edges": "operand edges to one node merged: a repeated operand (x*x, s+s) is walked as one edge",
@@ -113,7 +168,10 @@ _SPECIFIC_FIRST = (
     "derivative-unchecked",  # before wrong-derivative-log/pow, which also let log(5e-324), pow(0; 0.5) through
     "accumulation-checked-first",  # before partial-commit, which fails the same way when the first commit overflows
 )
-BUGS = {**{bug: BUGS[bug] for bug in _SPECIFIC_FIRST}, **BUGS}
+_ORDERED = {**{bug: _DESCRIPTIONS[bug] for bug in _SPECIFIC_FIRST}, **_DESCRIPTIONS}
+#: Every bug of the catalogue by its ``Bug`` (a name missing from the enum fails here, at import).
+BUGS: dict[Bug, str] = {Bug(name): description for name, description in _ORDERED.items()}
+assert set(BUGS) == set(Bug), "every Bug has a description and every description a Bug"
 _NAMES = {description: bug for bug, description in BUGS.items()}
 
 
@@ -140,7 +198,7 @@ class MutantEngine:
     def __init__(self, bug: Optional[str] = None) -> None:
         if bug is not None and bug not in BUGS:
             raise ValueError(f"unknown bug {bug!r}; known: {', '.join(BUGS)}")
-        self.bug = bug
+        self.bug: Optional[Bug] = None if bug is None else Bug(bug)
         self._created: list[_Node] = []  # every node of the current program, in creation order
         self._interned: dict[Any, _Node] = {}  # the merging bugs' table
         self._kept: Optional[_Node] = None  # failed-op-kept: the node a failed operation left behind
@@ -150,16 +208,16 @@ class MutantEngine:
     # -- graph ----------------------------------------------------------------
 
     def _leaf(self, operation: str, value: float) -> _Node:
-        if not _finite(value) and self.bug != "leaf-unchecked":
+        if not _finite(value) and self.bug is not Bug.LEAF_UNCHECKED:
             raise NonFiniteLeaf(operation=operation, value=value)
-        if self.bug == "merge-equal-leaves":
+        if self.bug is Bug.MERGE_EQUAL_LEAVES:
             key = (operation, math.copysign(1.0, value), value)
             if key in self._interned:
                 return self._interned[key]
         node = self._register(_Node(value, operation, (), (), operation == "variable"))
-        if self.bug == "untracked-grads":
+        if self.bug is Bug.UNTRACKED_GRADS:
             node.grad = 0.0
-        if self.bug == "merge-equal-leaves":
+        if self.bug is Bug.MERGE_EQUAL_LEAVES:
             self._interned[key] = node
         return node
 
@@ -168,27 +226,27 @@ class MutantEngine:
         return node
 
     def _apply(self, op: str, operands: tuple[_Node, ...], exponent: Optional[float]) -> _Node:
-        if self.bug == "merge-equal-expressions":
+        if self.bug is Bug.MERGE_EQUAL_EXPRESSIONS:
             key = (op, tuple(id(n) for n in operands), exponent)
             if key in self._interned:
                 return self._interned[key]
         value, locals_ = self._rule(op, tuple(n.value for n in operands), exponent)
-        tracked = any(n.tracked for n in operands) or self.bug == "result-always-tracked"
+        tracked = any(n.tracked for n in operands) or self.bug is Bug.RESULT_ALWAYS_TRACKED
         failure: Optional[EngineError] = None
         checks = [self._check_value, self._check_derivatives]
-        if self.bug == "derivative-checked-first":
+        if self.bug is Bug.DERIVATIVE_CHECKED_FIRST:
             checks.reverse()
         for check in checks:
             failure = failure or check(op, value, locals_)
         node = _Node(value, op, operands, tuple(locals_), tracked)
-        if self.bug == "untracked-grads":
+        if self.bug is Bug.UNTRACKED_GRADS:
             node.grad = 0.0
         if failure is not None:
-            if self.bug == "failed-op-kept":
+            if self.bug is Bug.FAILED_OP_KEPT:
                 self._register(node)
                 self._kept = node
             raise failure
-        if self.bug == "merge-equal-expressions":
+        if self.bug is Bug.MERGE_EQUAL_EXPRESSIONS:
             self._interned[key] = node
         return self._register(node)
 
@@ -198,19 +256,19 @@ class MutantEngine:
         bug = self.bug
         if bug == f"wrong-derivative-{op}":
             locals_ = WRONG_DERIVATIVES[op](values, value, exponent)
-        elif op == "div" and bug == "div-by-reciprocal":
+        elif op == "div" and bug is Bug.DIV_BY_RECIPROCAL:
             reciprocal = ieee_div(1.0, values[1])
             value = values[0] * reciprocal
             locals_ = (reciprocal, -value * reciprocal)
-        elif op == "div" and bug == "div-derivative-squared":
+        elif op == "div" and bug is Bug.DIV_DERIVATIVE_SQUARED:
             locals_ = (locals_[0], -ieee_div(values[0], values[1] * values[1]))
-        elif op == "pow" and bug == "pow-derivative-at-c-0" and exponent == 0.0:
+        elif op == "pow" and bug is Bug.POW_DERIVATIVE_AT_C_0 and exponent == 0.0:
             locals_ = (0.0 * cr_pow(values[0], -1.0),)
-        elif op == "relu" and bug == "relu-keeps-negative-zero" and values[0] == 0.0:
+        elif op == "relu" and bug is Bug.RELU_KEEPS_NEGATIVE_ZERO and values[0] == 0.0:
             value = values[0]
-        elif op == "relu" and bug == "relu-derivative-at-zero" and values[0] == 0.0:
+        elif op == "relu" and bug is Bug.RELU_DERIVATIVE_AT_ZERO and values[0] == 0.0:
             locals_ = (1.0,)
-        if bug == "signed-zero-lost":
+        if bug is Bug.SIGNED_ZERO_LOST:
             value, locals_ = value + 0.0, tuple(local + 0.0 for local in locals_)
         return value, locals_
 
@@ -220,24 +278,24 @@ class MutantEngine:
         return None
 
     def _check_derivatives(self, op: str, value: float, locals_: tuple[float, ...]) -> Optional[EngineError]:
-        if self.bug == "derivative-unchecked":
+        if self.bug is Bug.DERIVATIVE_UNCHECKED:
             return None
-        for slot, local in enumerate(locals_[:1] if self.bug == "only-slot-0-checked" else locals_):
+        for slot, local in enumerate(locals_[:1] if self.bug is Bug.ONLY_SLOT_0_CHECKED else locals_):
             if not _finite(local):
                 return NonFiniteLocalDerivative(operation=op, slot=slot, value=local)
         return None
 
     def _detach(self, source: _Node) -> _Node:
-        if self.bug == "detach-edge":
+        if self.bug is Bug.DETACH_EDGE:
             node = _Node(source.value, "detached", (source,), (1.0,), source.tracked)
         else:
-            node = _Node(source.value, "detached", (), (), self.bug == "detach-stays-tracked" and source.tracked)
-        if self.bug == "untracked-grads":
+            node = _Node(source.value, "detached", (), (), self.bug is Bug.DETACH_STAYS_TRACKED and source.tracked)
+        if self.bug is Bug.UNTRACKED_GRADS:
             node.grad = 0.0
         return self._register(node)
 
     def _topology(self, output: _Node) -> list[_Node]:
-        if self.bug == "recursive-topo":
+        if self.bug is Bug.RECURSIVE_TOPO:
             order: list[_Node] = []
             seen: set[int] = set()
 
@@ -250,9 +308,9 @@ class MutantEngine:
 
             visit(output)
             return order
-        if self.bug == "whole-graph-topology":
+        if self.bug is Bug.WHOLE_GRAPH_TOPOLOGY:
             return list(self._created)
-        if self.bug == "tape-order":
+        if self.bug is Bug.TAPE_ORDER:
             reached = {id(node) for node in self._post_order(output)}
             return [n for n in self._created if id(n) in reached]
         return self._post_order(output)
@@ -275,17 +333,17 @@ class MutantEngine:
     # -- gradients --------------------------------------------------------------
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:
-        if self.bug == "seed-checked-first" and not _finite(seed):
+        if self.bug is Bug.SEED_CHECKED_FIRST and not _finite(seed):
             raise NonFiniteSeed(seed=seed)
         if not output.tracked:
             raise UntrackedOutput(operation=output.operation)
-        if self.bug == "seed-ignored":
+        if self.bug is Bug.SEED_IGNORED:
             seed = 1.0
         if not _finite(seed):
             raise NonFiniteSeed(seed=seed)
         topo = self._topology(output)
-        has_grad = (lambda n: n.grad is not None) if self.bug == "untracked-grads" else (lambda n: n.tracked)
-        if self.bug == "stale":
+        has_grad = (lambda n: n.grad is not None) if self.bug is Bug.UNTRACKED_GRADS else (lambda n: n.tracked)
+        if self.bug is Bug.STALE:
             return self._stale_backward(topo, seed)
         adjoint: dict[int, float] = {id(n): 0.0 for n in topo if has_grad(n)}
         adjoint[id(output)] = seed
@@ -294,36 +352,36 @@ class MutantEngine:
         bug = self.bug
         for consumer in reversed(topo):
             upstream = adjoint.get(id(consumer), 0.0)
-            if bug == "partial-commit" and has_grad(consumer):
+            if bug is Bug.PARTIAL_COMMIT and has_grad(consumer):
                 self._accumulate(consumer, upstream)
                 committed.add(id(consumer))
-            if bug == "accumulation-checked-first" and has_grad(consumer):
+            if bug is Bug.ACCUMULATION_CHECKED_FIRST and has_grad(consumer):
                 self._prospective(consumer, upstream)
             operands = consumer.operands
             slots: list[int] = list(range(len(operands)))
-            if bug == "merge-edges":
+            if bug is Bug.MERGE_EDGES:
                 firsts: dict[int, int] = {}
                 for slot, node in enumerate(operands):
                     firsts.setdefault(id(node), slot)
                 slots = sorted(firsts.values())
-            elif bug == "reverse-slot-order":
+            elif bug is Bug.REVERSE_SLOT_ORDER:
                 slots.reverse()
-            elif bug == "untracked-edges-skipped":
+            elif bug is Bug.UNTRACKED_EDGES_SKIPPED:
                 slots = [slot for slot in slots if has_grad(operands[slot])]
-            elif bug == "zero-upstream-skipped" and upstream == 0.0:
+            elif bug is Bug.ZERO_UPSTREAM_SKIPPED and upstream == 0.0:
                 slots = []
             for slot in slots:
                 operand, local = operands[slot], consumer.locals[slot]
                 contribution = upstream * local
-                if not _finite(contribution) and bug != "contribution-unchecked":
+                if not _finite(contribution) and bug is not Bug.CONTRIBUTION_UNCHECKED:
                     raise NonFiniteContribution(
                         consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
                 before = after = None
                 if has_grad(operand):
                     before = adjoint[id(operand)]
-                    after = contribution if bug == "assign" else before + contribution
-                    if not _finite(after) and bug != "pass-adjoint-unchecked":
+                    after = contribution if bug is Bug.ASSIGN else before + contribution
+                    if not _finite(after) and bug is not Bug.PASS_ADJOINT_UNCHECKED:
                         raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
                     adjoint[id(operand)] = after
                 edges.append((consumer, slot, operand, local, upstream, contribution, has_grad(operand), before, after))
@@ -331,7 +389,7 @@ class MutantEngine:
         for node in topo:
             if has_grad(node) and id(node) not in committed:
                 totals[id(node)] = self._prospective(node, adjoint[id(node)])
-        if bug == "output-grad-assigned":
+        if bug is Bug.OUTPUT_GRAD_ASSIGNED:
             totals[id(output)] = seed
         for node in topo:
             if id(node) in totals:
@@ -339,10 +397,10 @@ class MutantEngine:
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": edges, "has_grad": has_grad}
 
     def _prospective(self, node: _Node, pass_adjoint: float) -> float:
-        if self.bug == "no-accumulation":
+        if self.bug is Bug.NO_ACCUMULATION:
             return pass_adjoint
         total = node.grad + pass_adjoint  # type: ignore[operator]
-        if not _finite(total) and self.bug != "accumulation-unchecked":
+        if not _finite(total) and self.bug is not Bug.ACCUMULATION_UNCHECKED:
             raise NonFiniteAccumulatedGradient(node=node, stored=node.grad, pass_adjoint=pass_adjoint)
         return total
 
@@ -369,14 +427,14 @@ class MutantEngine:
         return {"seed": seed, "topo": topo, "adjoint": adjoint, "edges": edges, "has_grad": lambda n: n.tracked}
 
     def _zero_grad(self, output: _Node) -> None:
-        if self.bug == "zero-grad-output-only":
+        if self.bug is Bug.ZERO_GRAD_OUTPUT_ONLY:
             reached = [output]
-        elif self.bug == "zero-grad-everything":
+        elif self.bug is Bug.ZERO_GRAD_EVERYTHING:
             reached = list(self._created)
         else:
             reached = self._post_order(output)
         for node in reached:
-            if node.grad is not None and (self.bug != "zero-leaves" or not node.operands):
+            if node.grad is not None and (self.bug is not Bug.ZERO_LEAVES or not node.operands):
                 node.grad = 0.0
 
     # -- programs ---------------------------------------------------------------

@@ -31,7 +31,7 @@ from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
 from .launch import OpenedAdapter, open_adapter
 from .protocol import LEVELS
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
-from .runner import AdapterRun, AdapterSession, Result, select
+from .runner import AdapterRun, AdapterSession, Outcome, Result, select
 from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
@@ -271,22 +271,22 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     request.node.user_properties.append((_PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {down.headline} (the adapter's diagnosis is in the summary)", pytrace=False)
-    if all(r.outcome == "unsupported" for r in results):
+    if all(r.outcome == Outcome.UNSUPPORTED for r in results):
         pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:
         with subtests.test(msg=str(result.level), level=str(result.level)):
             text = result.explanation()
-            if result.outcome == "unsupported":
+            if result.outcome == Outcome.UNSUPPORTED:
                 pytest.skip(f"unsupported: {result.message}")
-            elif result.outcome == "xfailed":
+            elif result.outcome == Outcome.XFAILED:
                 pytest.xfail(f"expected failure: {result.reason}")
-            elif result.outcome == "failed":
+            elif result.outcome == Outcome.FAILED:
                 pytest.fail(f"failed: {text}", pytrace=False)
-            elif result.outcome == "error":
+            elif result.outcome == Outcome.ERROR:
                 pytest.fail(f"error: {text}", pytrace=False)
-            elif result.outcome == "xpassed":
+            elif result.outcome == Outcome.XPASSED:
                 pytest.fail(f"unexpected pass: {result.message}", pytrace=False)
-            elif result.outcome == "not-run":
+            elif result.outcome == Outcome.NOT_RUN:
                 pytest.fail(result.message, pytrace=False)
 
 

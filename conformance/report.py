@@ -25,9 +25,9 @@ from . import __version__
 from .files import write_atomic
 from .fixture import FORMAT_VERSION
 from .protocol import LEVELS, PROTOCOL_VERSION
-from .runner import OUTCOMES, AdapterRun, Result
+from .runner import OUTCOMES, AdapterRun, Outcome, Result
 
-COLUMNS = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
+COLUMNS = OUTCOMES
 #: How many failure lines LiveLog prints per adapter before it only counts them.
 LIVE_FAILURE_LINES = 20
 
@@ -92,12 +92,12 @@ def _groups(run: AdapterRun) -> list[list[Result]]:
     """Unexpected results, errors with one message (case ids aside) gathered into one group, in run order."""
     groups: dict[tuple[str, ...], list[Result]] = {}
     for result in run.unexpected:
-        if result.outcome == "not-run" or (
-            run.down is not None and result.outcome == "error" and run.down.message in result.message
+        if result.outcome == Outcome.NOT_RUN or (
+            run.down is not None and result.outcome == Outcome.ERROR and run.down.message in result.message
         ):
             continue  # the adapter-level diagnosis says it once
         key: tuple[str, ...] = (result.outcome, result.case, result.level)
-        if result.outcome == "error":
+        if result.outcome == Outcome.ERROR:
             key = ("error", re.sub(re.escape(result.case) + r"\b", "{case}", result.message))
         groups.setdefault(key, []).append(result)
     return list(groups.values())
@@ -120,8 +120,8 @@ def details_text(runs: list[AdapterRun]) -> str:
             blocks.append("\n".join(block))
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
-        elif run.count("not-run"):
-            reason = next(r.message for r in run.results if r.outcome == "not-run")
+        elif run.count(Outcome.NOT_RUN):
+            reason = next(r.message for r in run.results if r.outcome == Outcome.NOT_RUN)
             blocks.append(f"NOT RUN {run.name}: {run.count('not-run')} (case, level) result(s): {reason}")
     return "\n\n".join(blocks)
 
@@ -133,7 +133,7 @@ def warning_lines(runs: list[AdapterRun]) -> list[str]:
 
 def summary_line(runs: list[AdapterRun]) -> str:
     """The closing line: counts over every adapter."""
-    totals = {outcome: sum(run.count(outcome) for run in runs) for outcome in OUTCOMES}
+    totals: dict[str, int] = {outcome.value: sum(run.count(outcome) for run in runs) for outcome in OUTCOMES}
     unavailable = sum(1 for run in runs if not run.available)
     text = f"{totals['passed']} passed, {totals['failed']} failed"
     text += f", {totals['error']} errors, {totals['unsupported']} unsupported"
@@ -158,9 +158,14 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             entry["error_kinds"] = sorted(run.handshake.error_kinds)
             entry["trace"] = run.handshake.trace
             entry["partial"] = run.handshake.partial()
-        entry.update({outcome: run.count(outcome) for outcome in ("passed", "failed", "unsupported", "xfailed", "xpassed")})
-        entry["errors"] = run.count("error")
-        entry["not_run"] = run.count("not-run")
+        entry.update(
+            {
+                outcome: run.count(outcome)
+                for outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.UNSUPPORTED, Outcome.XFAILED, Outcome.XPASSED)
+            }
+        )
+        entry["errors"] = run.count(Outcome.ERROR)
+        entry["not_run"] = run.count(Outcome.NOT_RUN)
         if run.down is not None:
             entry["down"] = {
                 "message": run.down.message,
@@ -201,9 +206,11 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
         properties = ET.SubElement(suite, "properties")
         for key, value in kit_json().items():
             ET.SubElement(properties, "property", name=key, value=str(value))
-        suite.set("failures", str(run.count("failed") + run.count("xpassed")))
-        suite.set("errors", str(run.count("error") + (1 if down else 0)))
-        skipped = run.count("unsupported") + run.count("xfailed") + run.count("not-run") + (0 if run.available else 1)
+        suite.set("failures", str(run.count(Outcome.FAILED) + run.count(Outcome.XPASSED)))
+        suite.set("errors", str(run.count(Outcome.ERROR) + (1 if down else 0)))
+        skipped = (
+            run.count(Outcome.UNSUPPORTED) + run.count(Outcome.XFAILED) + run.count(Outcome.NOT_RUN) + (0 if run.available else 1)
+        )
         suite.set("skipped", str(skipped))
         if not run.available:
             case = ET.SubElement(suite, "testcase", classname=run.name, name="(adapter)")
@@ -215,13 +222,13 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
         for result in run.results:
             case = ET.SubElement(suite, "testcase", classname=f"{run.name}.{result.level}", name=result.case)
             text = result.explanation()
-            if result.outcome in ("failed", "xpassed"):
+            if result.outcome in (Outcome.FAILED, Outcome.XPASSED):
                 ET.SubElement(case, "failure", message=result.message.splitlines()[0] if result.message else "").text = text
-            elif result.outcome == "error":
+            elif result.outcome == Outcome.ERROR:
                 ET.SubElement(case, "error", message=result.message.splitlines()[0]).text = text
-            elif result.outcome in ("unsupported", "xfailed"):
+            elif result.outcome in (Outcome.UNSUPPORTED, Outcome.XFAILED):
                 ET.SubElement(case, "skipped", message=f"{result.outcome}: {result.reason or result.message}")
-            elif result.outcome == "not-run":
+            elif result.outcome == Outcome.NOT_RUN:
                 ET.SubElement(case, "skipped", message=result.message)
     ET.indent(suites)
     write_atomic(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
@@ -281,7 +288,7 @@ class LiveLog:
         """Called with one case's results; prints the unexpected ones, a line per outcome and message."""
         lines: dict[tuple[str, str], list[str]] = {}
         for result in results:
-            if result.outcome in ("failed", "error", "xpassed"):
+            if result.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED):
                 first = result.message.splitlines()[0] if result.message else ""
                 lines.setdefault((f"{_WORDS[result.outcome]} {result.adapter} {result.case}", first), []).append(result.level)
         for (head, first), levels in lines.items():

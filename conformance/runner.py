@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional
 
 from .compare import compare_level
@@ -28,9 +29,23 @@ from .fixture import Fixture
 from .protocol import Profile
 from .transport import AdapterFault, Handshake, Transport
 
-OUTCOMES = ("passed", "failed", "error", "unsupported", "xfailed", "xpassed", "not-run")
+
+class Outcome(StrEnum):
+    """How one (adapter, case, level) ended (docs/protocol.md, "Outcomes")."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    UNSUPPORTED = "unsupported"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    NOT_RUN = "not-run"
+
+
+#: Every outcome, in the order reports list them.
+OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 #: Outcomes that fail the gate.
-UNEXPECTED = ("failed", "error", "xpassed", "not-run")
+UNEXPECTED = (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED, Outcome.NOT_RUN)
 #: Timeouts or failed starts in a row, with no case answered in between, after which an adapter is given up on.
 MAX_UNRESPONSIVE = 3
 
@@ -42,7 +57,7 @@ class Result:
     adapter: str
     case: str
     level: str
-    outcome: str
+    outcome: Outcome
     message: str = ""
     diagnosis: tuple[str, ...] = ()
     largest_share: float = 0.0
@@ -58,13 +73,13 @@ class Result:
         if self.reason:
             data["reason"] = self.reason
         data["largest_share"] = self.largest_share
-        if self.outcome == "failed":
+        if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
 
     def rules(self) -> list[Rule]:
         """The contract rules a failed result's case exercises (none for other outcomes)."""
-        if self.outcome != "failed":
+        if self.outcome != Outcome.FAILED:
             return []
         return rules_for_case(self.case, self.level)
 
@@ -279,7 +294,7 @@ class AdapterSession:
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
         gap = support_gap(fixture, self.hello)
         if gap:
-            return [Result(self.name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
+            return [Result(self.name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
         timeout = None if remaining is None else max(0.1, min(remaining, getattr(self.transport, "timeout", remaining)))
         self._faulted = False
         results = run_case(
@@ -314,7 +329,7 @@ class AdapterSession:
 
 def not_run(name: str, fixture: Fixture, why: str) -> list[Result]:
     """Every level of a case reported as not run, with the reason."""
-    return [Result(name, fixture.id, level, "not-run", f"not run: {why}") for level in fixture.levels]
+    return [Result(name, fixture.id, level, Outcome.NOT_RUN, f"not run: {why}") for level in fixture.levels]
 
 
 def run_adapter(
@@ -375,10 +390,10 @@ def run_case(
     """Every level's result for one case; a failed level's likely bugs are named by ``diagnoser`` (default: a new one)."""
     gap = support_gap(fixture, hello)
     if gap:
-        return [Result(name, fixture.id, level, "unsupported", gap) for level in fixture.levels]
+        return [Result(name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
     gaps = level_gaps(fixture, hello)
     levels = [level for level in fixture.levels if level not in gaps]
-    unsupported = [Result(name, fixture.id, level, "unsupported", gaps[level]) for level in fixture.levels if level in gaps]
+    unsupported = [Result(name, fixture.id, level, Outcome.UNSUPPORTED, gaps[level]) for level in fixture.levels if level in gaps]
     if not levels:
         return unsupported
     edges = hello.trace == "full"
@@ -397,9 +412,9 @@ def run_case(
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
-            outcome = Result(name, fixture.id, level, "failed", message, diagnosis, share)
+            outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share)
         else:
-            outcome = Result(name, fixture.id, level, "passed", largest_share=share)
+            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
         results.append(_apply_expected(outcome, expected))
     return unsupported + results
 
@@ -407,7 +422,8 @@ def run_case(
 def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, expected: list[Expected]) -> list[Result]:
     hint = diagnose_error(message)
     return [
-        _apply_expected(Result(name, fixture.id, level, "error", message, (hint,) if hint else ()), expected) for level in levels
+        _apply_expected(Result(name, fixture.id, level, Outcome.ERROR, message, (hint,) if hint else ()), expected)
+        for level in levels
     ]
 
 
@@ -415,23 +431,23 @@ def _apply_expected(result: Result, expected: list[Expected]) -> Result:
     entry = find(expected, result.case, result.level)
     if entry is None:
         return result
-    if result.outcome in ("failed", "error"):
+    if result.outcome in (Outcome.FAILED, Outcome.ERROR):
         return Result(
             result.adapter,
             result.case,
             result.level,
-            "xfailed",
+            Outcome.XFAILED,
             result.message,
             result.diagnosis,
             result.largest_share,
             entry.reason,
         )
-    if result.outcome == "passed":
+    if result.outcome == Outcome.PASSED:
         message = (
             f"listed as an expected failure ({entry.reason!r}, pattern {entry.case!r} level {entry.level!r}) "
             "but passed: remove the stale entry"
         )
-        return Result(result.adapter, result.case, result.level, "xpassed", message, reason=entry.reason)
+        return Result(result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason)
     return result
 
 

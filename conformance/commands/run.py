@@ -41,7 +41,7 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, Result, not_run, run_adapter, select
+from ..runner import AdapterRun, Outcome, Result, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
@@ -271,7 +271,7 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
         return old
     ran = {(r.case, r.level) for r in run.results}
     keep = [e for e in old if not any(e.matches(case, level) for case, level in ran)]
-    failing: list[Result] = [r for r in run.results if r.outcome in ("failed", "error", "xfailed")]
+    failing: list[Result] = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XFAILED)]
     entries = list(keep)
     for result in failing:
         previous = next((e for e in old if e.matches(result.case, result.level)), None)

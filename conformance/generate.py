@@ -39,6 +39,7 @@ from .fixture import (
     record_paths,
     validate_data,
 )
+from .mutants import BUGS, Bug
 from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
 from .protocol import LEVELS, Level, Observation, Profile
 from .tomlfile import load_toml
@@ -58,7 +59,7 @@ def load_toml_cases(path: Path) -> list[Case]:
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("description"), str):
             raise CaseError(f"{where}: needs string fields 'id' and 'description'")
         where = f"{source}: case {raw['id']!r}"
-        unknown = set(raw) - {"id", "description", "program", "levels"}
+        unknown = set(raw) - {"id", "description", "program", "levels", "catches"}
         if unknown:
             raise CaseError(f"{where}: unexpected field {sorted(unknown)[0]!r}")
         try:
@@ -68,7 +69,12 @@ def load_toml_cases(path: Path) -> list[Case]:
         levels = raw.get("levels")
         if levels is not None and (not isinstance(levels, list) or not set(levels) <= set(LEVELS)):
             raise CaseError(f"{where}: field 'levels' must be a list drawn from {', '.join(LEVELS)}")
-        cases.append(Case(raw["id"], raw["description"], program, source, tuple(levels) if levels else None))
+        catches = raw.get("catches", [])
+        wrong = [bug for bug in catches if bug not in BUGS] if isinstance(catches, list) else [catches]
+        if wrong:
+            raise CaseError(f"{where}: field 'catches': {wrong[0]!r} is not a bug of conformance/mutants.py")
+        levels_tuple = tuple(levels) if levels else None
+        cases.append(Case(raw["id"], raw["description"], program, source, levels_tuple, catches=tuple(catches)))
     return cases
 
 
@@ -107,7 +113,7 @@ def build_fixture(case: Case) -> Fixture:
         raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     fixture = Fixture(
         id=case.id,
-        description=case.description,
+        description=case.description + catches_sentence(case.catches),
         ops=tuple(ops_used(case.program)),
         features=tuple(features_used(case.program)),
         levels=tuple(level for level in LEVELS if level in levels),
@@ -122,6 +128,12 @@ def build_fixture(case: Case) -> Fixture:
         },
     )
     return fixture
+
+
+def catches_sentence(bugs: Iterable[str]) -> str:
+    """The sentence a fixture's description ends with: the porting mistakes its case is written to catch."""
+    named = [f"{BUGS[Bug(bug)].split(':')[0]} (`{bug}`)" for bug in bugs]
+    return f" Catches: {'; '.join(named)}." if named else ""
 
 
 def default_levels(program: Program, observations: list[Observation]) -> tuple[Level, ...]:

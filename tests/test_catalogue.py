@@ -6,14 +6,16 @@ behind the protocol through ``adapters/broken``, as a porter's engine would.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from conformance.compare import compare_level
 from conformance.diagnose import catalogue_score
 from conformance.fixture import load_corpus
-from conformance.mutants import BUGS
+from conformance.mutants import BUGS, MutantEngine
 from conformance.runner import run_adapter
 from conformance.transport import SubprocessTransport
 
@@ -42,3 +44,34 @@ def test_behind_the_protocol_the_bug_fails_and_is_named(bug):
         transport.close()
     assert run.unexpected, f"the corpus does not catch {bug}"
     assert any(result.diagnosis[:1] == (BUGS[bug],) for result in run.unexpected), run.unexpected[0].message
+
+
+def _named_catches() -> dict[str, list[str]]:
+    """Bug -> the fixtures whose description says they catch it (the generator's "Catches: ... (`bug`)")."""
+    named: dict[str, list[str]] = {}
+    for fixture in CORPUS:
+        _, _, sentence = fixture.description.partition(" Catches: ")
+        for bug in re.findall(r"\(`([a-z0-9-]+)`\)", sentence):
+            named.setdefault(bug, []).append(fixture.id)
+    return named
+
+
+NAMED = _named_catches()
+
+
+@pytest.mark.parametrize("bug", list(BUGS))
+def test_every_bug_is_killed_by_a_fixture_whose_description_names_it(bug):
+    fixtures = {f.id: f for f in CORPUS}
+    assert NAMED.get(bug), f"no fixture's description names {bug} ({BUGS[bug]}): add it to a case's catches"
+    for case in NAMED[bug]:
+        fixture = fixtures[case]
+        try:
+            observations = MutantEngine(bug).run(fixture.program)
+        except Exception:  # noqa: BLE001 - an engine that crashes on the case is caught (as an adapter error)
+            continue
+        failing = [level for level in fixture.levels if compare_level(fixture, observations, level, limit=1)[0]]
+        assert failing, f"{case} says it catches {bug}, but that engine passes it at every level"
+
+
+def test_a_description_names_only_bugs_of_the_catalogue():
+    assert set(NAMED) <= set(BUGS)

@@ -24,6 +24,8 @@ class Case:
     generator: str
     levels: Optional[tuple[str, ...]] = None
     notes: dict[str, Any] = field(default_factory=dict)
+    catches: tuple[str, ...] = ()
+    """Bugs of the catalogue (conformance.mutants) this case is written to catch; the fixture's description names them."""
 
 
 class CaseError(ValueError):

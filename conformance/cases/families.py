@@ -72,6 +72,24 @@ OP_POINTS: list[tuple[str, str, tuple[float, ...], Optional[float]]] = [
 ]
 
 
+#: The catalogue's bugs (conformance/mutants.py) each op point is written to catch.
+OP_CATCHES: dict[str, tuple[str, ...]] = {
+    "ops/relu/negative-zero": ("relu-derivative-at-zero", "relu-keeps-negative-zero"),
+    "ops/relu/negative": ("wrong-derivative-relu",),
+    "ops/mul/ordinary": ("wrong-derivative-mul",),
+    "ops/div/ordinary": ("wrong-derivative-div",),
+    "ops/div/inexact-reciprocal": ("div-by-reciprocal",),
+    "ops/div/divisor-derivative-rounding": ("div-derivative-squared",),
+    "ops/neg/ordinary": ("wrong-derivative-neg",),
+    "ops/neg/positive-zero": ("signed-zero-lost",),
+    "ops/pow/c-2": ("wrong-derivative-pow",),
+    "ops/pow/zero-base-c-0": ("pow-derivative-at-c-0",),
+    "ops/exp/ordinary": ("wrong-derivative-exp",),
+    "ops/log/ordinary": ("wrong-derivative-log",),
+    "ops/tanh/ordinary": ("wrong-derivative-tanh",),
+}
+
+
 def _program(steps: list[dict[str, Any]], name: str) -> Any:
     return parse_program(steps, name)
 
@@ -93,6 +111,7 @@ def op_point_cases() -> list[Case]:
                 f"{op}({shown}): value and local derivative{'s' if len(operands) > 1 else ''} at this point.",
                 _program(steps, f"ops/{op}/{label}"),
                 "conformance.cases.families:op_point_cases",
+                catches=OP_CATCHES.get(f"ops/{op}/{label}", ()),
             )
         )
     return cases
@@ -150,6 +169,7 @@ def deep_chain_case(depth: int = 10_000) -> Case:
         _program(steps, "deep-chain"),
         "conformance.cases.families:deep_chain_case",
         levels=("values", "gradients"),
+        catches=("recursive-topo",),
     )
 
 

@@ -44,7 +44,7 @@ from typing import Any, Optional
 from reference.crmath import cr_exp, cr_log, cr_pow, cr_tanh
 from reference.ops import OPS
 
-from .program import Program
+from .program import LEAF_OPS, Program
 from .protocol import Profile
 
 #: The ulp budget of a port's libm for exp, log, tanh and pow.
@@ -230,7 +230,7 @@ class _Replay:
     # -- creation ------------------------------------------------------------------------
 
     def _create(self, step: Any, bounds: StepBounds) -> None:
-        if step.op in ("variable", "constant"):
+        if step.op in LEAF_OPS:
             if not math.isfinite(step.value):
                 return
             self._add(step.id, _Node(Quantity.point(step.value), (), (), step.op == "variable", None))

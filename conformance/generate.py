@@ -40,7 +40,7 @@ from .fixture import (
     validate_data,
 )
 from .mutants import BUGS, Bug
-from .program import Program, ProgramError, features_used, ops_used, parse_program, program_hash
+from .program import LEAF_OPS, Program, ProgramError, features_used, ops_used, parse_program, program_hash
 from .protocol import LEVELS, Level, Observation, Profile
 from .tomlfile import load_toml
 from .wire import float_bits_equal, to_json_ready
@@ -150,7 +150,7 @@ def default_levels(program: Program, observations: list[Observation]) -> tuple[L
 
 def choose_comparison(program: Program, observations: list[Observation]) -> Comparison:
     """Exact when provably order-independent and IEEE-exact, else per-value bounds (docs/contract.md section 9)."""
-    leaves = {"variable", "constant", "detach"}
+    leaves = {*LEAF_OPS, "detach"}
     inexact = sorted({step.op for step in program if step.id and step.op not in IEEE_EXACT_OPS} - leaves)
     crowded = _order_dependent_sums(observations)
     if not inexact and not crowded:

@@ -31,7 +31,7 @@ from reference.errors import (
 from reference.ops import OPS
 
 from .observe import observe
-from .program import Program, ProgramError, Step
+from .program import LEAF_OPS, Program, ProgramError, Step
 from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
 _finite = math.isfinite
@@ -451,7 +451,7 @@ class MutantEngine:
         """Create the step's node, with this engine's bug."""
         assert step.id is not None
         try:
-            if step.op in ("variable", "constant"):
+            if step.op in LEAF_OPS:
                 node = self._leaf(step.op, step.value)  # type: ignore[arg-type]
             elif step.op == "detach":
                 node = self._detach(self._get(step.operands[0]))

@@ -27,6 +27,8 @@ from reference.ops import OPS
 
 from .wire import WireError, decode_float, to_json_ready
 
+#: Steps that create a leaf; ``detach`` creates one too, a node whose operation is ``detached``
+#: (reference.ops.LEAF_OPERATIONS names the leaves as pass records show them).
 LEAF_OPS = ("variable", "constant")
 CREATION_OPS = frozenset((*LEAF_OPS, "detach", *OPS))
 GRADIENT_OPS = ("backward", "zero_grad")

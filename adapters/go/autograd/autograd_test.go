@@ -117,7 +117,7 @@ func TestSeedFactsExpTanh(t *testing.T) {
 func TestOpTableFollowsTheContractFormulas(t *testing.T) {
 	cases := []struct {
 		name     string
-		op       Op
+		op       Operation
 		a, b, c  float64
 		value    float64
 		d0, d1   float64
@@ -596,8 +596,8 @@ func TestBackwardWithoutRecordMatchesTheRecordAroundUntrackedSubtrees(t *testing
 func TestOpsListsEveryOperationRowOfTheOpTableOnceInTableOrder(t *testing.T) {
 	// Every row of the op table that is not a leaf kind is an operation, and
 	// Ops (which the adapter's hello declares) must list exactly those.
-	var rows []Op
-	for o := Op(0); o < opCount; o++ {
+	var rows []Operation
+	for o := Operation(0); o < opCount; o++ {
 		if !o.IsLeaf() {
 			rows = append(rows, o)
 		}

@@ -17,7 +17,7 @@ type PassRecord struct {
 // node has neither and the wire format writes null for both.
 type NodeRecord struct {
 	Node           int32
-	Operation      Op
+	Operation      Operation
 	Tracked        bool
 	Value          float64
 	PassAdjoint    float64

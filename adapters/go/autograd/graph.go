@@ -48,7 +48,7 @@ type node struct {
 	localDerivatives [2]float64
 	operands         [2]int32
 	param            int32
-	op               Op
+	op               Operation
 	arity            uint8
 	tracked          bool
 }
@@ -154,7 +154,7 @@ func (g *Graph) Detach(n Node) Node {
 // *NonFiniteResultError or *NonFiniteLocalDerivativeError, and then creates no
 // node. Applying a leaf kind, a wrong number of operands, a node of another
 // graph or a non-finite exponent is a programming mistake and panics.
-func (g *Graph) Apply(op Op, operands []Node, exponent float64) (Node, error) {
+func (g *Graph) Apply(op Operation, operands []Node, exponent float64) (Node, error) {
 	if len(operands) == 0 {
 		return badApply(op, 0)
 	}
@@ -165,7 +165,7 @@ func (g *Graph) Apply(op Op, operands []Node, exponent float64) (Node, error) {
 // badApply is Apply's panic, kept out of Apply so that Apply inlines.
 //
 //go:noinline
-func badApply(op Op, operands int) (Node, error) {
+func badApply(op Operation, operands int) (Node, error) {
 	if op.IsLeaf() || op >= opCount {
 		panic(fmt.Sprintf("autograd: %v is not an operation", op))
 	}
@@ -177,7 +177,7 @@ func badApply(op Op, operands int) (Node, error) {
 // a again, so both slots name a real node and the tracked flag needs no
 // branch on the arity), and how many operands the caller gave, which must be
 // op's arity.
-func (g *Graph) apply(op Op, a, b Node, exponent float64, count int) (Node, error) {
+func (g *Graph) apply(op Operation, a, b Node, exponent float64, count int) (Node, error) {
 	if uint(op-OpAdd) >= uint(opCount-OpAdd) || count != opTable[op].arity {
 		return badApply(op, count)
 	}
@@ -279,7 +279,7 @@ func (n Node) Index() int { return int(n.i) }
 func (n Node) Value() float64 { return n.g.nodes[n.i].value }
 
 // Operation returns what made n.
-func (n Node) Operation() Op { return n.g.nodes[n.i].op }
+func (n Node) Operation() Operation { return n.g.nodes[n.i].op }
 
 // Tracked reports whether n takes part in gradients: a variable, or an
 // operation with at least one tracked operand.

@@ -2,13 +2,13 @@ package autograd
 
 import "math"
 
-// Op names what made a node: one of the three leaf kinds or a row of the op table.
-type Op uint8
+// Operation names what made a node: one of the three leaf kinds or a row of the op table.
+type Operation uint8
 
 // The leaf kinds and the operations of the contract (docs/contract.md sections 3-4), in the
 // contract's order.
 const (
-	OpVariable Op = iota
+	OpVariable Operation = iota
 	OpConstant
 	OpDetached
 	OpAdd
@@ -99,7 +99,7 @@ var opTable = [opCount]opSpec{
 
 // String returns the op's name as the contract spells it: variable, constant,
 // detached, add, sub, mul, div, neg, pow, exp, log, tanh or relu.
-func (o Op) String() string {
+func (o Operation) String() string {
 	if o >= opCount {
 		return "unknown"
 	}
@@ -107,7 +107,7 @@ func (o Op) String() string {
 }
 
 // Arity returns the number of operand slots: 0 for leaves, 1 or 2 for operations.
-func (o Op) Arity() int {
+func (o Operation) Arity() int {
 	if o >= opCount {
 		return 0
 	}
@@ -115,14 +115,14 @@ func (o Op) Arity() int {
 }
 
 // IsLeaf reports whether o is a leaf kind (variable, constant, detached).
-func (o Op) IsLeaf() bool { return o <= OpDetached }
+func (o Operation) IsLeaf() bool { return o <= OpDetached }
 
 // TakesExponent reports whether o carries a constant exponent (only pow).
-func (o Op) TakesExponent() bool { return o < opCount && opTable[o].takesExponent }
+func (o Operation) TakesExponent() bool { return o < opCount && opTable[o].takesExponent }
 
 // LookupOp returns the operation named name ("add" ... "relu"). Leaf kinds and
 // detach are not operations of the op table and are not found.
-func LookupOp(name string) (Op, bool) {
+func LookupOp(name string) (Operation, bool) {
 	for o := OpAdd; o < opCount; o++ {
 		if opTable[o].name == name {
 			return o, true
@@ -132,8 +132,8 @@ func LookupOp(name string) (Op, bool) {
 }
 
 // Ops returns every operation of the op table, in the contract's order.
-func Ops() []Op {
-	out := make([]Op, 0, opCount-OpAdd)
+func Ops() []Operation {
+	out := make([]Operation, 0, opCount-OpAdd)
 	for o := OpAdd; o < opCount; o++ {
 		out = append(out, o)
 	}

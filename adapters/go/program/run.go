@@ -31,7 +31,7 @@ type Session struct {
 type plan struct {
 	value   float64 // the leaf's value or pow's exponent
 	refs    [2]int32
-	op      autograd.Op
+	op      autograd.Operation
 	arity   uint8 // of op, for kindApply
 	kind    kind
 	creates bool // the step has an id

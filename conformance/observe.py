@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Protocol
 
-from reference.errors import EngineError
+from reference.errors import NODE_FIELDS, EngineError
 
 from .program import Program, ProgramError, Step
-from .protocol import NODE_FIELDS, ErrorInfo, Observation, PassRecord
+from .protocol import ErrorInfo, Observation, PassRecord
 
 
 class Session(Protocol):

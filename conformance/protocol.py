@@ -25,7 +25,7 @@ import msgspec
 from reference.errors import ERROR_KINDS as _ERROR_CLASSES
 
 from . import wire
-from .program import DECLARABLE_OPS, GRADIENT_OPS, Program, Step
+from .program import DECLARABLE_OPS, Program, Step
 
 #: The protocol version this kit speaks; an adapter's hello must carry the same number.
 PROTOCOL_VERSION = 2
@@ -79,10 +79,6 @@ ERROR_FIELDS: dict[str, tuple[str, ...]] = {kind: cls.field_names for kind, cls 
 ERROR_KINDS: tuple[str, ...] = tuple(ERROR_FIELDS)
 #: The error kinds of a failed creation (compared at ``values``); the others are backward's (``errors``).
 CREATION_ERROR_KINDS = ("non-finite-leaf", "non-finite-result", "non-finite-local-derivative")
-#: Error fields that name a node by program id.
-NODE_FIELDS = frozenset({"consumer", "operand", "node"})
-#: Error fields that hold text; ``slot`` is an integer and every other field a float.
-TEXT_FIELDS = frozenset({"operation", *NODE_FIELDS})
 #: The optional features a hello may declare.
 FEATURES = ("seed",)
 
@@ -400,20 +396,17 @@ class AdapterErrorReply(Exception):
 _ENCODER = msgspec.json.Encoder()
 
 
-def encode(message: msgspec.Struct) -> bytes:
-    """One message as a JSON line (without the newline), floats in the wire encoding."""
-    if not _has_non_finite(message):
-        return _ENCODER.encode(message)
+def encode_result(result: Result) -> bytes:
+    """A result as one JSON line (without the newline), floats in the wire encoding."""
+    if all(_finite(observation) for observation in result.observations):
+        return _ENCODER.encode(result)
     # msgspec writes inf and nan as null; the wire names them. Rare: a failed step's error fields, or a broken engine.
+    return _careful(result)
+
+
+def _careful(message: msgspec.Struct) -> bytes:
+    """A message with non-finite floats named as the wire names them (the slow path)."""
     return wire.dumps_line(msgspec.to_builtins(message, builtin_types=(float,))).encode()
-
-
-def _has_non_finite(message: msgspec.Struct) -> bool:
-    if isinstance(message, Result):
-        return not all(_finite(observation) for observation in message.observations)
-    if isinstance(message, ErrorReply | Hello | HelloRequest | Shutdown):
-        return False
-    return True  # anything else (a run request's program) takes the careful path
 
 
 def _finite(observation: Observation) -> bool:
@@ -435,10 +428,8 @@ def _finite(observation: Observation) -> bool:
 
 def run_request(case: str, program: Program) -> bytes:
     """The run request for one case, as one JSON line (without the newline)."""
-    steps = [step.to_json() for step in program]
-    if all(_finite_step(step) for step in program):
-        return _ENCODER.encode({"type": "run", "case": case, "program": steps})
-    return wire.dumps_line({"type": "run", "case": case, "program": steps}).encode()
+    request = RunRequest(case, [step.to_json() for step in program])
+    return _ENCODER.encode(request) if all(_finite_step(step) for step in program) else _careful(request)
 
 
 def _finite_step(step: Step) -> bool:
@@ -448,6 +439,11 @@ def _finite_step(step: Step) -> bool:
 def hello_request() -> bytes:
     """The harness's hello line."""
     return _ENCODER.encode(HelloRequest(PROTOCOL_VERSION))
+
+
+def shutdown_request() -> bytes:
+    """The harness's last line."""
+    return _ENCODER.encode(Shutdown())
 
 
 def version_mismatch(spoken: object) -> str:
@@ -521,7 +517,3 @@ def _floats_named(node: Any) -> Any:
     if isinstance(node, list):
         return [_floats_named(item) for item in node]
     return node
-
-
-#: Steps that create no node (their observation carries ``gradients``).
-__all__ = [name for name in dir() if not name.startswith("_")] + ["GRADIENT_OPS"]

@@ -14,7 +14,7 @@ import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
 
 from .program import Program, ProgramError, parse_program
-from .protocol import PROTOCOL_VERSION, Observation, Result, encode
+from .protocol import PROTOCOL_VERSION, Observation, Result, encode_result
 from .wire import dumps_line, loads
 
 #: From a program to one observation per step: typed, or plain data in the wire's shape.
@@ -49,8 +49,9 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             try:
                 program = parse_program(request.get("program"), f"case {case}")
                 observations = list(run_case(program))
-                if all(isinstance(item, Observation) for item in observations):
-                    stdout.write(encode(Result(case, observations)).decode() + "\n")  # type: ignore[arg-type]
+                typed = [item for item in observations if isinstance(item, Observation)]
+                if len(typed) == len(observations):
+                    stdout.write(encode_result(Result(case, typed)).decode() + "\n")
                     stdout.flush()
                 else:
                     reply({"type": "result", "case": case, "observations": observations})

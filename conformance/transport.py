@@ -49,6 +49,7 @@ from .protocol import (
     hello_from_data,
     hello_request,
     run_request,
+    shutdown_request,
     version_mismatch,
 )
 
@@ -300,7 +301,7 @@ class SubprocessTransport:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
         if self.process is not None and self.process.poll() is None:
             try:
-                self._send(b'{"type":"shutdown"}', "shutdown", time.monotonic() + 1.0, 1.0)
+                self._send(shutdown_request(), "shutdown", time.monotonic() + 1.0, 1.0)
                 self.process.wait(timeout=2)
             except (AdapterFault, subprocess.TimeoutExpired):
                 pass

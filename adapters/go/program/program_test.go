@@ -37,23 +37,12 @@ func TestParseRejectsBrokenProgramsNamingStepAndField(t *testing.T) {
 }
 
 func TestObservationsKeepNegativeZeroAndNonFiniteOnTheWire(t *testing.T) {
-	steps, err := Parse(json.RawMessage(`[
+	data := wireObservations(t, `[
 		{"id":"z","op":"constant","value":-0},
 		{"id":"x","op":"variable","value":"nan"},
 		{"id":"y","op":"variable","value":-0.0},
 		{"id":"n","op":"neg","operands":["y"]},
-		{"op":"backward","output":"n","seed":"inf"}]`), "case t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	observations, err := Run(steps, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := json.Marshal(observations)
-	if err != nil {
-		t.Fatal(err)
-	}
+		{"op":"backward","output":"n","seed":"inf"}]`)
 	want := `[{"value":-0.0,"tracked":false},{"error":{"kind":"non-finite-leaf","operation":"variable","value":"nan"}},` +
 		`{"value":-0.0,"tracked":true},{"value":0.0,"tracked":true},` +
 		`{"error":{"kind":"non-finite-seed","seed":"inf"},"gradients":{"y":0.0,"n":0.0}}]`
@@ -143,7 +132,7 @@ func TestCreateRunSkipsFailedCreationsAndStopsAtTheFirstGradientStep(t *testing.
 }
 
 func TestEdgesAndEdgeErrorsAreWrittenWithProtocol2sFieldsInItsOrder(t *testing.T) {
-	steps, err := Parse(json.RawMessage(`[
+	data := wireObservations(t, `[
 		{"id":"x","op":"variable","value":3},
 		{"id":"k","op":"constant","value":2},
 		{"id":"y","op":"mul","operands":["x","k"]},
@@ -153,18 +142,7 @@ func TestEdgesAndEdgeErrorsAreWrittenWithProtocol2sFieldsInItsOrder(t *testing.T
 		{"id":"z","op":"mul","operands":["s","big"]},
 		{"op":"backward","output":"z","seed":1e200},
 		{"id":"tiny","op":"variable","value":5e-324},
-		{"id":"l","op":"log","operands":["tiny"]}]`), "case t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	observations, err := Run(steps, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := json.Marshal(observations)
-	if err != nil {
-		t.Fatal(err)
-	}
+		{"id":"l","op":"log","operands":["tiny"]}]`)
 	for _, want := range []string{
 		`"edges":[{"consumer":"y","slot":0,"operand":"x","local_derivative":2.0,"upstream":1.0,"contribution":2.0,"operand_tracked":true,"before":0.0,"after":2.0},` +
 			`{"consumer":"y","slot":1,"operand":"k","local_derivative":3.0,"upstream":1.0,"contribution":3.0,"operand_tracked":false,"before":null,"after":null}]`,
@@ -184,4 +162,23 @@ func TestEdgesAndEdgeErrorsAreWrittenWithProtocol2sFieldsInItsOrder(t *testing.T
 	if string(again) != string(data) {
 		t.Errorf("read back and written again\n%s\nwant\n%s", again, data)
 	}
+}
+
+// wireObservations parses program, runs it with pass records, and returns the
+// observations as the adapter writes them; any failure ends the test.
+func wireObservations(t *testing.T, program string) []byte {
+	t.Helper()
+	steps, err := Parse(json.RawMessage(program), "case t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	observations, err := Run(steps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(observations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

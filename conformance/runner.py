@@ -26,8 +26,8 @@ from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
-from .protocol import Profile
-from .transport import AdapterFault, Handshake, Transport
+from .protocol import Level, Profile
+from .transport import AdapterFault, Handshake, Transport, case_timeout
 
 
 class Outcome(StrEnum):
@@ -295,7 +295,9 @@ class AdapterSession:
         gap = support_gap(fixture, self.hello)
         if gap:
             return [Result(self.name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
-        timeout = None if remaining is None else max(0.1, min(remaining, getattr(self.transport, "timeout", remaining)))
+        base = getattr(self.transport, "timeout", None)
+        limit = None if base is None else case_timeout(base, fixture.program)
+        timeout = limit if remaining is None else max(0.1, min(remaining, remaining if limit is None else limit))
         self._faulted = False
         results = run_case(
             self.name, self.transport, self.hello, fixture, self.expected, timeout, self._fault, diagnoser=self.diagnoser
@@ -399,7 +401,7 @@ def run_case(
     edges = hello.trace == "full"
     diagnoser = diagnoser or Diagnoser()
     try:
-        observations = transport.run(fixture.id, fixture.program, timeout)
+        observations = transport.run(fixture.id, fixture.program, timeout, records=reads_records(levels))
     except AdapterFault as fault:
         if on_fault:
             on_fault(fault)
@@ -417,6 +419,11 @@ def run_case(
             outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
         results.append(_apply_expected(outcome, expected))
     return unsupported + results
+
+
+def reads_records(levels: Iterable[str]) -> bool:
+    """Whether comparing these levels reads pass records (``trace`` and ``order`` do)."""
+    return any(level in (Level.TRACE, Level.ORDER) for level in levels)
 
 
 def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, expected: list[Expected]) -> list[Result]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .execute import run_program
-from .program import DECLARABLE_OPS, Program
+from .program import DECLARABLE_OPS, Program, program_size
 from .protocol import (
     ERROR_KINDS,
     FEATURES,
@@ -60,7 +60,11 @@ HANDSHAKE_TIMEOUT = 5.0
 #: Seconds one case may take. Canonical cases run in milliseconds on every built-in adapter, the slowest
 #: (deep chains, the LLM programs) in well under a second, so this is generous without letting a hung
 #: adapter stall a CI job.
-CASE_TIMEOUT = 10.0
+CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
+#: Steps per second every adapter is assumed to reach at least: a long program's case timeout grows by
+#: its steps at this rate (a repeated step counted once per application), so a million-node chain gets
+#: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
+MIN_STEPS_PER_SECOND = 25_000
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
 _EXIT_GRACE = 0.3
 
@@ -71,6 +75,11 @@ _FLUSH_HINT = (
     "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
     "for end of input instead of one line, looks exactly like this)"
 )
+
+
+def case_timeout(base: float, program: Program) -> float:
+    """The seconds one case may take: ``base`` plus the program's steps at MIN_STEPS_PER_SECOND."""
+    return base + program_size(program) / MIN_STEPS_PER_SECOND
 
 
 class AdapterFault(Exception):
@@ -178,8 +187,11 @@ class Transport(Protocol):
     def handshake(self) -> Handshake:
         """Start the engine if needed and return its hello."""
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
-        """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own."""
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
+        """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own.
+
+        ``records`` False tells the engine that no pass record will be read (the run request's ``records``).
+        """
 
     def close(self) -> None:
         """Stop the engine."""
@@ -192,9 +204,9 @@ class InProcessTransport:
         """The reference's capabilities."""
         return Handshake("reference", "in-process", "python", frozenset(DECLARABLE_OPS), frozenset(LEVELS), frozenset(FEATURES))
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Run the program on the reference (no timeout applies in-process)."""
-        return run_program(program)
+        return run_program(program, record_pass=records)
 
     def close(self) -> None:
         """Nothing to stop."""
@@ -283,13 +295,13 @@ class SubprocessTransport:
                 raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
         return self.hello
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
-        limit = self.timeout if timeout is None else timeout
+        limit = case_timeout(self.timeout, program) if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
-            self._send(run_request(case, program), f"case {case}", deadline, limit)
+            self._send(run_request(case, program, records), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:

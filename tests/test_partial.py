@@ -128,8 +128,8 @@ class MutantTransport:
     def handshake(self):
         return self.hello
 
-    def run(self, case, program, timeout=None):
-        return self.engine.run(program)
+    def run(self, case, program, timeout=None, *, records=True):
+        return self.engine.run(program, records)
 
     def close(self):
         pass

@@ -16,9 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from .compare import DEFAULT_PROFILE, compare_level
-from .fixture import Fixture
+from .fixture import Fixture, replayable
 from .mutants import BUGS, Bug, MutantEngine
-from .program import program_size
 from .protocol import Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
@@ -28,9 +27,6 @@ _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow
 #: much as the rest of the corpus (a 10,000-deep chain, the LLM step), and every bug it
 #: shows is also shown, and named, by a small case.
 DIAGNOSIS_MAX_STEPS = 1000
-#: ``catalogue_score`` leaves out programs running more steps than this (the million-node chain): each broken
-#: engine would take seconds on them, and what they catch (a recursive sort) needs a real stack, behind the protocol.
-CATALOGUE_MAX_STEPS = 100_000
 
 
 class Diagnoser:
@@ -60,7 +56,7 @@ class Diagnoser:
         direct = _changed_on_failure(fixture, observations)
         if direct and level == "errors":
             found.append(direct)
-        if program_size(fixture.program) > DIAGNOSIS_MAX_STEPS:
+        if fixture.size > DIAGNOSIS_MAX_STEPS:
             return found
         for bug, description in BUGS.items():
             if bug == "recursive-topo":
@@ -146,13 +142,10 @@ class MutantScore:
 def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantScore]:
     """Run every bug of the catalogue on the corpus in-process: is it caught, and is it named first?
 
-    Fixtures are tried smallest program first, up to CATALOGUE_MAX_STEPS steps; for each bug at most
+    Fixtures are tried smallest program first (the ``replayable`` ones); for each bug at most
     ``diagnosed`` failing results are diagnosed (a diagnosis reruns the whole catalogue).
     """
-    ordered = sorted(
-        (fixture for fixture in corpus if program_size(fixture.program) <= CATALOGUE_MAX_STEPS),
-        key=lambda fixture: (program_size(fixture.program), fixture.id),
-    )
+    ordered = sorted(replayable(corpus), key=lambda fixture: (fixture.size, fixture.id))
     diagnoser = Diagnoser()
     scores = []
     for bug, description in BUGS.items():

@@ -78,8 +78,8 @@ _FLUSH_HINT = (
 
 
 def case_timeout(base: float, program: Program) -> float:
-    """The seconds one case may take: ``base`` plus the program's steps at MIN_STEPS_PER_SECOND."""
-    return base + program_size(program) / MIN_STEPS_PER_SECOND
+    """The seconds one case may take: ``base`` plus a whole second per MIN_STEPS_PER_SECOND steps of the program."""
+    return base + program_size(program) // MIN_STEPS_PER_SECOND
 
 
 class AdapterFault(Exception):

@@ -149,3 +149,29 @@ func TestNodesAfterAChainKeepTheirNames(t *testing.T) {
 		}
 	}
 }
+
+func TestANodeOfAFailedChainHasNoNameAndLaterNodesKeepTheirs(t *testing.T) {
+	steps, err := Parse(json.RawMessage(`[{"id":"x","op":"variable","value":1},{"id":"e","op":"exp","operands":["x"],"repeat":5},
+		{"id":"y","op":"neg","operands":["x"],"repeat":2}]`), "case t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSession(steps)
+	if _, err := s.Create(0); err != nil {
+		t.Fatal(err)
+	}
+	// exp(exp(exp(e))) is finite, the fourth application overflows: three nodes stay on the tape.
+	if _, err := s.Create(1); asEngineError(err) == nil || s.Len() != 4 {
+		t.Fatalf("the chain: %v, %d nodes; want an engine error and x plus three inner nodes", err, s.Len())
+	}
+	if name := s.Name(s.Graph.At(2)); name != "?" {
+		t.Errorf("a node of the failed chain is named %q, want ?", name)
+	}
+	// Asking for that name before y ran must not lose y's nodes.
+	if _, err := s.Create(2); err != nil {
+		t.Fatal(err)
+	}
+	if first, last := s.Name(s.Graph.At(4)), s.Name(s.Graph.At(5)); first != "y[1]" || last != "y" {
+		t.Errorf("y's chain is named %q, %q; want y[1], y", first, last)
+	}
+}

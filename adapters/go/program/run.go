@@ -20,10 +20,16 @@ type Session struct {
 	Graph *autograd.Graph
 	steps []Step
 	plan  []plan  // by step: what NewSession resolved
-	tape  []int32 // by step, and one more: the tape index of the node the step created (a chain's last); -1 if none (yet)
+	tape  []int32 // by step, and one more: the tape index of the node the step created (a chain's last); notRun or failed if none
 	spans []span  // the nodes of each step that created some, in tape order, filled when a name is asked for
 	seen  int     // the steps spans has been filled from
 }
+
+// The tape entry of a step that created no node: not run (yet), or failed.
+const (
+	notRun int32 = -1
+	failed int32 = -2
+)
 
 // span is the nodes one creation step made: tape indices first to
 // tape[step], one node, or a repeated step's chain (docs/contract.md rule
@@ -33,7 +39,7 @@ type span struct{ first, step int32 }
 
 // plan is one step resolved: its operation and the creating step of each
 // operand (or, for backward and zero_grad, of the output in refs[0]). An id
-// no earlier step creates resolves to len(steps), whose tape entry stays -1,
+// no earlier step creates resolves to len(steps), whose tape entry stays notRun,
 // so a ref needs no sign test before it is used.
 type plan struct {
 	value   float64 // the leaf's value or pow's exponent
@@ -62,7 +68,7 @@ func NewSession(steps []Step) *Session {
 		Graph: autograd.NewGraph(), steps: steps,
 		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)+1),
 	}
-	s.tape[len(steps)] = -1
+	s.tape[len(steps)] = notRun
 	created := make(map[string]int32, len(steps))
 	resolve := func(id string) int32 {
 		if k, ok := created[id]; ok {
@@ -71,7 +77,7 @@ func NewSession(steps []Step) *Session {
 		return int32(len(steps))
 	}
 	for index, step := range steps {
-		s.tape[index] = -1
+		s.tape[index] = notRun
 		p := &s.plan[index]
 		p.value, p.repeat = step.Value, int32(step.Size())
 		if step.Op == "pow" {
@@ -138,10 +144,15 @@ func (s *Session) Name(n autograd.Node) string {
 // need it. The program is the graph's only writer, so the steps that created
 // nodes, in step order, hold consecutive tape indices 0, 1, 2... (the nodes
 // of a chain whose application failed sit between two spans: they are no
-// operand of any node, so nothing names them, and they get step -1).
+// operand of any node, so nothing names them, and they get step -1). It stops
+// at a creation step not run yet, whose nodes are not on the tape.
 func (s *Session) creator(i int) (step int32, position int) {
 	for s.seen < len(s.steps) && (len(s.spans) == 0 || int(s.tape[s.spans[len(s.spans)-1].step]) < i) {
-		if last := s.tape[s.seen]; last >= 0 {
+		last := s.tape[s.seen]
+		if last == notRun && s.plan[s.seen].creates {
+			break
+		}
+		if last >= 0 {
 			s.spans = append(s.spans, span{last - s.plan[s.seen].repeat + 1, int32(s.seen)})
 		}
 		s.seen++
@@ -176,6 +187,7 @@ func (s *Session) Create(index int) (autograd.Node, error) {
 		n, err = s.createLeaf(index)
 	}
 	if err != nil {
+		s.tape[index] = failed
 		return autograd.Node{}, err
 	}
 	s.tape[index] = int32(n.Index())
@@ -201,7 +213,10 @@ func (s *Session) CreateRun(index int) (int, error) {
 		}
 		if err == nil {
 			s.tape[index] = int32(n.Index())
-		} else if _, engine := err.(autograd.Error); !engine {
+			continue
+		}
+		s.tape[index] = failed
+		if _, engine := err.(autograd.Error); !engine {
 			return index, err
 		}
 	}

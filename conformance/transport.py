@@ -65,6 +65,10 @@ CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
 #: its steps at this rate (a repeated step counted once per application), so a million-node chain gets
 #: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
 MIN_STEPS_PER_SECOND = 25_000
+#: How many run requests the harness sends before their turn (docs/protocol.md, "Pipelining"), and the
+#: largest it sends early: a small request always fits in the pipe, so sending it never waits.
+AHEAD = 2
+AHEAD_MAX_BYTES = 16 * 1024
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
 _EXIT_GRACE = 0.3
 
@@ -236,7 +240,10 @@ class SubprocessTransport:
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
+        self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
         self.restarts = 0
+        self.sent_ahead = 0
+        """How many run requests were sent before their turn (``send_ahead``)."""
 
     # -- process lifecycle ------------------------------------------------------
 
@@ -300,14 +307,44 @@ class SubprocessTransport:
         self.handshake()
         limit = case_timeout(self.timeout, program) if timeout is None else timeout
         deadline = time.monotonic() + limit
+        if self._ahead and self._ahead[0] != case:
+            self._kill()  # the replies to requests sent ahead would come first: start afresh
+            self.handshake()
         try:
-            self._send(run_request(case, program, records), f"case {case}", deadline, limit)
+            if self._ahead:
+                self._ahead.popleft()  # sent already: the adapter may have answered it by now
+            else:
+                self._send(run_request(case, program, records), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
             self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
             raise fault.with_stderr(self.stderr_tail()) from None
+
+    def send_ahead(self, case: str, program: Program, *, records: bool = True) -> bool:
+        """Send the run request of the case to be run next, before its turn; True when it is (or was) sent.
+
+        The adapter then works on it while the harness compares the reply before it; ``run`` for
+        that case only reads the reply. Nothing is sent when the adapter is not running, AHEAD
+        requests are already out, or the request is larger than AHEAD_MAX_BYTES; a request that
+        cannot be written at once ends the process, and the next ``run`` starts it afresh.
+        """
+        if case in self._ahead:
+            return True
+        if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
+            return False
+        line = run_request(case, program, records)
+        if len(line) >= AHEAD_MAX_BYTES:
+            return False
+        try:
+            self._send(line, f"case {case}", time.monotonic() + 1.0, 1.0)
+        except AdapterFault:
+            self._kill()
+            return False
+        self._ahead.append(case)
+        self.sent_ahead += 1
+        return True
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
@@ -321,6 +358,7 @@ class SubprocessTransport:
 
     def _kill(self) -> None:
         process, self.process, self.hello = self.process, None, None
+        self._ahead.clear()
         if process is None:
             return
         try:

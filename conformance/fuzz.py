@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+import msgspec
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -243,7 +244,7 @@ def _renamed(program: Program) -> Program:
         if step.id is not None:
             names[step.id] = f"n{len(names)}"
         steps.append(
-            replace(
+            msgspec.structs.replace(
                 step,
                 id=names.get(step.id) if step.id is not None else None,
                 operands=tuple(names[a] for a in step.operands),

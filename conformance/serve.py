@@ -9,6 +9,7 @@ its engine description and a function from a program to observations.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
@@ -17,9 +18,13 @@ from .program import Program, ProgramError, parse_program
 from .protocol import PROTOCOL_VERSION, Observation, Result, encode_result
 from .wire import dumps_line, loads
 
-#: From a program to one observation per step: typed, or plain data in the wire's shape. The flag is the
-#: request's ``records``: when False the harness reads no pass record, so a backward's may be left out.
-RunCase = Callable[[Program, bool], Sequence[Observation | dict[str, Any]]]
+#: From a program to one observation per step: typed, or plain data in the wire's shape. A function of two
+#: parameters also gets the request's ``records``: when False the harness reads no pass record, so a
+#: backward's may be left out (and need not be built). One of one parameter is called with the program only.
+RunCase = (
+    Callable[[Program, bool], Sequence[Observation | dict[str, Any]]]
+    | Callable[[Program], Sequence[Observation | dict[str, Any]]]
+)
 
 
 def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
@@ -29,6 +34,7 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    takes_records = _takes_records(run_case)
 
     def reply(message: dict[str, Any]) -> None:
         stdout.write(dumps_line(message) + "\n")
@@ -50,7 +56,7 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             try:
                 program = parse_program(request.get("program"), f"case {case}")
                 records = request.get("records", True) is not False
-                observations = list(run_case(program, records))
+                observations = list(run_case(program, records) if takes_records else run_case(program))  # type: ignore[call-arg]
                 typed = [item for item in observations if isinstance(item, Observation)]
                 if len(typed) == len(observations):
                     stdout.write(encode_result(Result(case, typed)).decode() + "\n")
@@ -67,3 +73,13 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
         else:
             print(f"adapter: unknown request type {kind!r}", file=sys.stderr)
     return 0
+
+
+def _takes_records(run_case: RunCase) -> bool:
+    """Whether ``run_case`` takes a second positional parameter (the request's ``records``)."""
+    try:
+        parameters = inspect.signature(run_case).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature: the program only
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)

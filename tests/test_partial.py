@@ -101,7 +101,13 @@ def test_a_port_declaring_five_error_kinds_gets_exactly_the_levels_those_errors_
     assert "declares less: errors: 5 of 8 kinds (not non-finite-leaf, non-finite-contribution" in out.stdout
     (adapter,) = report["adapters"]
     assert adapter["error_kinds"] == sorted(FIVE_KINDS) and adapter["partial"][0].startswith("errors: 5 of 8 kinds")
-    unsupported = {(r["case"], r["level"]): r["message"] for r in report["results"] if r["outcome"] == "unsupported"}
+    # The fake declares the seed feature only: the million-node chain is unsupported for that, not for an error kind.
+    repeated = {fixture.id for fixture in load_corpus(FIXTURES_DIR) if "repeat" in fixture.features}
+    unsupported = {
+        (r["case"], r["level"]): r["message"]
+        for r in report["results"]
+        if r["outcome"] == "unsupported" and r["case"] not in repeated
+    }
     want = {
         (fixture.id, level): kind
         for fixture in load_corpus(FIXTURES_DIR)

@@ -151,3 +151,28 @@ def test_an_adapter_without_the_feature_is_never_sent_the_chain():
         transport.close()
     assert {result.outcome for result in run.results} == {"unsupported"}
     assert "repeat" in run.results[0].message
+
+
+def test_serve_passes_records_to_a_run_function_that_takes_it_and_still_serves_one_that_does_not():
+    import io
+
+    from conformance.serve import serve
+
+    steps = program(X, {"op": "backward", "output": "x"})
+    request = run_request("c", steps, records=False).decode()
+    seen = []
+
+    def with_records(prog, records):
+        seen.append(records)
+        return run_program(prog, record_pass=records)
+
+    def program_only(prog):
+        return run_program(prog)
+
+    for run_case in (with_records, program_only):
+        out = io.StringIO()
+        assert serve({"engine": {}}, run_case, io.StringIO(request + "\n"), out) == 0
+        reply = json.loads(out.getvalue())
+        assert reply["type"] == "result", reply
+        assert ("pass" in reply["observations"][1]) is (run_case is program_only)
+    assert seen == [False]

@@ -5,12 +5,27 @@
 // hooks.mjs, runs every `run` request step by step on a fresh `Engine` and answers with
 // one observation per step, and exits on `shutdown` or end of input. An `EngineError`
 // thrown by a hook is a contract error the harness compares; anything else thrown becomes
-// an `error` reply for that case and the loop goes on. Node 20, no dependencies.
+// an `error` reply for that case and the loop goes on. A repeated step (`"repeat": n`,
+// feature `repeat`) is a loop here calling `Engine.apply` n times, so every engine behind
+// this starter gets the million-node chain; `"records": false` skips `Engine.passRecord`.
+// Node 20, no dependencies.
 
 import readline from "node:readline";
 import { CONFIG, Engine, EngineError } from "./hooks.mjs";
 
 const PROTOCOL_VERSION = 2;
+// What hello declares: the config block's features, and `repeat`, which this loop does itself.
+const FEATURES = CONFIG.features.includes("repeat") ? CONFIG.features : [...CONFIG.features, "repeat"];
+// The most applications one repeated step may ask for (docs/contract.md rule program.repeat).
+const MAX_REPEAT = 10_000_000;
+
+// The request's program breaks the protocol (a bad repeat, an id clash): the case gets an error reply saying what.
+class ProgramError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ProgramError";
+  }
+}
 
 // Every error kind and exactly its fields (docs/contract.md sections 3 to 5).
 const ERROR_FIELDS = {
@@ -68,10 +83,21 @@ class Case {
     this.operation = new Map();
     this.tracked = new Map();
     this.ids = new Map(); // node (identity or index) -> program id
+    this.chains = []; // each successful repeated step: [its id, its inner nodes id[1] .. id[n-1]]
+    this.innerNames = null; // inner node -> id[k], built only when an error names a node the program ids do not
+    this.lengths = new Map(); // repeated step id -> n, for the id clash checks
+    this.indexed = new Map(); // base -> every k of a step id spelled base[k]
   }
 
   name(node, where) {
-    const found = this.ids.get(node);
+    let found = this.ids.get(node);
+    if (found === undefined && this.chains.length > 0) {
+      if (this.innerNames === null) {
+        this.innerNames = new Map();
+        for (const [base, inners] of this.chains) inners.forEach((inner, i) => this.innerNames.set(inner, `${base}[${i + 1}]`));
+      }
+      found = this.innerNames.get(node);
+    }
     if (found === undefined) throw new Error(`${where}: ${String(node)} is not a node this program created`);
     return found;
   }
@@ -103,13 +129,56 @@ class Case {
     return out;
   }
 
-  create(step) {
+  // How many times the creation step applies its op (its repeat, default 1); a bad repeat, or an id
+  // that clashes with an inner node's name id[k], is a program error.
+  checkId(step, where) {
+    const id = step.id;
+    const has = Object.hasOwn(step, "repeat");
+    if (has && ["variable", "constant", "detach"].includes(step.op)) {
+      throw new ProgramError(`${where}: field 'repeat' is only for an operation step (not variable, constant or detach)`);
+    }
+    const repeat = has ? step.repeat : 1;
+    if (!Number.isInteger(repeat) || repeat < 1 || repeat > MAX_REPEAT) {
+      throw new ProgramError(`${where}: field 'repeat' must be a whole number from 1 to ${MAX_REPEAT}, got ${JSON.stringify(repeat)}`);
+    }
+    const match = /^(.+)\[([1-9][0-9]*)\]$/s.exec(id);
+    if (match) {
+      const [, base, k] = match;
+      if (Number(k) < (this.lengths.get(base) ?? 0)) {
+        throw new ProgramError(`${where}: field 'id': ${JSON.stringify(id)} names a node of the repeated step ${JSON.stringify(base)}`);
+      }
+      if (!this.indexed.has(base)) this.indexed.set(base, []);
+      this.indexed.get(base).push(Number(k));
+    }
+    if (has) {
+      const clash = (this.indexed.get(id) ?? []).find((k) => k < repeat);
+      if (clash !== undefined) throw new ProgramError(`${where}: field 'repeat': its node ${id}[${clash}] would take an id an earlier step uses`);
+      this.lengths.set(id, repeat);
+    }
+    return repeat;
+  }
+
+  create(step, repeat) {
     const op = step.op;
     if (op === "variable") return this.engine.variable(readNumber(step.value));
     if (op === "constant") return this.engine.constant(readNumber(step.value));
     const operands = step.operands.map((a) => this.nodes.get(a));
     if (op === "detach") return this.engine.detach(operands[0]);
-    return this.engine.apply(op, operands, op === "pow" ? readNumber(step.exponent) : null);
+    const exponent = op === "pow" ? readNumber(step.exponent) : null;
+    if (repeat === 1) return this.engine.apply(op, operands, exponent);
+    // A repeated step: each result is operand 0 of the next application; the first error ends the step.
+    // Each call gets a fresh operands array, since an engine may keep the one it is given.
+    const [first, ...rest] = operands;
+    const inners = [];
+    let previous = first;
+    for (let k = 1; k < repeat; k++) {
+      previous = this.engine.apply(op, [previous, ...rest], exponent);
+      inners.push(previous);
+    }
+    const node = this.engine.apply(op, [previous, ...rest], exponent);
+    this.chains.push([step.id, inners]);
+    this.innerNames = null;
+    return node;
   }
 
   passRecord() {
@@ -146,7 +215,8 @@ class Case {
     return { seed: new WireNumber(record.seed, "pass record seed"), nodes, edges };
   }
 
-  step(step) {
+  // One step, observed (docs/contract.md section 8); records false leaves out the pass record.
+  step(step, index, records) {
     const op = step.op;
     if (op === "backward") {
       try {
@@ -156,16 +226,17 @@ class Case {
         throw error;
       }
       const observation = { gradients: this.gradients() };
-      if (CONFIG.levels.includes("trace") || CONFIG.levels.includes("order")) observation.pass = this.passRecord();
+      if (records && (CONFIG.levels.includes("trace") || CONFIG.levels.includes("order"))) observation.pass = this.passRecord();
       return observation;
     }
     if (op === "zero_grad") {
       this.engine.zeroGrad(this.nodes.get(step.output));
       return { gradients: this.gradients() };
     }
+    const repeat = this.checkId(step, `step ${index} (${JSON.stringify(step.id)})`);
     let node;
     try {
-      node = this.create(step);
+      node = this.create(step, repeat);
     } catch (error) {
       if (error instanceof EngineError) return { error: this.error(error) };
       throw error;
@@ -195,11 +266,12 @@ input.on("line", (line) => {
     return;
   }
   if (request.type === "hello") {
-    reply({ type: "hello", protocol: PROTOCOL_VERSION, engine: CONFIG.engine, ops: CONFIG.ops, levels: CONFIG.levels, features: CONFIG.features });
+    reply({ type: "hello", protocol: PROTOCOL_VERSION, engine: CONFIG.engine, ops: CONFIG.ops, levels: CONFIG.levels, features: FEATURES });
   } else if (request.type === "run") {
     try {
       const run = new Case();
-      const observations = request.program.map((step) => run.step(step));
+      const records = request.records !== false;
+      const observations = request.program.map((step, index) => run.step(step, index, records));
       reply({ type: "result", case: request.case, observations });
     } catch (error) {
       const notConnected = error instanceof Error && error.message.startsWith("not implemented:");

@@ -179,11 +179,13 @@ class Case:
         if repeat == 1:
             return self.engine.apply(op, operands, exponent)
         # A repeated step: each result is operand 0 of the next application; the first error ends the step.
+        # Each call gets a fresh operands list, since an engine may keep the one it is given.
+        previous, rest = operands[0], operands[1:]
         inners: list[Any] = []
         for _ in range(repeat - 1):
-            operands[0] = self.engine.apply(op, operands, exponent)
-            inners.append(operands[0])
-        node = self.engine.apply(op, operands, exponent)
+            previous = self.engine.apply(op, [previous, *rest], exponent)
+            inners.append(previous)
+        node = self.engine.apply(op, [previous, *rest], exponent)
         self.chains.append((step["id"], inners))
         self.inner_names = None
         return node

@@ -196,12 +196,14 @@ class Case:
         nodes = []
         for entry in record["nodes"]:
             name = self.name(entry["node"], "pass record node")
-            tracked = self.tracked[name]
+            tracked = bool(self.engine.tracked(entry["node"]))
+            # An inner node id[k] of a repeated step has its step's operation.
+            operation = self.operation.get(name) or self.operation[name.rpartition("[")[0]]
             nodes.append(
                 {
                     "node": name,
-                    "operation": self.operation[name],
-                    "value": wire_number(self.engine.value(self.nodes[name]), f"value of {name}"),
+                    "operation": operation,
+                    "value": wire_number(self.engine.value(entry["node"]), f"value of {name}"),
                     "tracked": tracked,
                     "pass_adjoint": wire_number(entry["pass_adjoint"], f"pass adjoint of {name}") if tracked else None,
                     "stored_gradient": wire_number(entry["stored_gradient"], f"stored gradient of {name}") if tracked else None,
@@ -212,7 +214,7 @@ class Case:
             consumer = self.name(entry["consumer"], "pass record edge consumer")
             operand = self.name(entry["operand"], "pass record edge operand")
             where = f"edge {consumer} slot {entry['slot']}"
-            operand_tracked = self.tracked[operand]
+            operand_tracked = bool(self.engine.tracked(entry["operand"]))
             edges.append(
                 {
                     "consumer": consumer,

@@ -384,23 +384,29 @@ func (c *runCase) passRecord() map[string]any {
 	nodes := make([]any, 0, len(record.Nodes))
 	for _, n := range record.Nodes {
 		id := c.name(n.Node, "pass record node")
+		tracked := c.engine.Tracked(n.Node)
 		var passAdjoint, storedGradient any // null for an untracked node
-		if c.tracked[id] {
+		if tracked {
 			passAdjoint, storedGradient = wireNumber(n.PassAdjoint), wireNumber(n.StoredGradient)
 		}
-		nodes = append(nodes, object{{"node", id}, {"operation", c.operation[id]}, {"value", wireNumber(c.engine.Value(c.nodes[id]))},
-			{"tracked", c.tracked[id]}, {"pass_adjoint", passAdjoint}, {"stored_gradient", storedGradient}})
+		operation, ok := c.operation[id]
+		if !ok { // an inner node id[k] of a repeated step has its step's operation
+			operation = c.operation[id[:strings.LastIndex(id, "[")]]
+		}
+		nodes = append(nodes, object{{"node", id}, {"operation", operation}, {"value", wireNumber(c.engine.Value(n.Node))},
+			{"tracked", tracked}, {"pass_adjoint", passAdjoint}, {"stored_gradient", storedGradient}})
 	}
 	edges := make([]any, 0, len(record.Edges))
 	for _, e := range record.Edges {
 		operand := c.name(e.Operand, "pass record edge operand")
+		operandTracked := c.engine.Tracked(e.Operand)
 		var before, after any // null for an untracked operand
-		if c.tracked[operand] {
+		if operandTracked {
 			before, after = wireNumber(e.Before), wireNumber(e.After)
 		}
 		edges = append(edges, object{{"consumer", c.name(e.Consumer, "pass record edge consumer")}, {"slot", e.Slot},
 			{"operand", operand}, {"local_derivative", wireNumber(e.LocalDerivative)}, {"upstream", wireNumber(e.Upstream)},
-			{"contribution", wireNumber(e.Contribution)}, {"operand_tracked", c.tracked[operand]}, {"before", before}, {"after", after}})
+			{"contribution", wireNumber(e.Contribution)}, {"operand_tracked", operandTracked}, {"before", before}, {"after", after}})
 	}
 	return map[string]any{"seed": wireNumber(record.Seed), "nodes": nodes, "edges": edges}
 }

@@ -185,11 +185,13 @@ class Case {
     const record = this.engine.passRecord();
     const nodes = record.nodes.map((entry) => {
       const id = this.name(entry.node, "pass record node");
-      const tracked = this.tracked.get(id);
+      const tracked = Boolean(this.engine.tracked(entry.node));
+      // An inner node id[k] of a repeated step has its step's operation.
+      const operation = this.operation.get(id) ?? this.operation.get(id.slice(0, id.lastIndexOf("[")));
       return {
         node: id,
-        operation: this.operation.get(id),
-        value: new WireNumber(this.engine.value(this.nodes.get(id)), `value of ${id}`),
+        operation,
+        value: new WireNumber(this.engine.value(entry.node), `value of ${id}`),
         tracked,
         pass_adjoint: tracked ? new WireNumber(entry.pass_adjoint, `pass adjoint of ${id}`) : null,
         stored_gradient: tracked ? new WireNumber(entry.stored_gradient, `stored gradient of ${id}`) : null,
@@ -199,7 +201,7 @@ class Case {
       const consumer = this.name(entry.consumer, "pass record edge consumer");
       const operand = this.name(entry.operand, "pass record edge operand");
       const where = `edge ${consumer} slot ${entry.slot}`;
-      const operandTracked = this.tracked.get(operand);
+      const operandTracked = Boolean(this.engine.tracked(entry.operand));
       return {
         consumer,
         slot: entry.slot,

@@ -417,8 +417,17 @@ impl Case {
         let mut nodes = Vec::new();
         for entry in &record.nodes {
             let id = self.name(&entry.node, "pass record node")?;
-            let tracked = self.tracked[&id];
-            let value = self.engine.value(&self.nodes[&id])?;
+            let tracked = self.engine.tracked(&entry.node)?;
+            let value = self.engine.value(&entry.node)?;
+            // An inner node id[k] of a repeated step has its step's operation.
+            let operation = match self.operation.get(&id) {
+                Some(operation) => operation.clone(),
+                None => id
+                    .rsplit_once('[')
+                    .and_then(|(base, _)| self.operation.get(base))
+                    .cloned()
+                    .unwrap_or_default(),
+            };
             let adjoint = if tracked {
                 Out::Num(entry.pass_adjoint)
             } else {
@@ -431,7 +440,7 @@ impl Case {
             };
             nodes.push(obj(vec![
                 ("node", Out::Str(id.clone())),
-                ("operation", Out::Str(self.operation[&id].clone())),
+                ("operation", Out::Str(operation)),
                 ("value", Out::Num(value)),
                 ("tracked", Out::Bool(tracked)),
                 ("pass_adjoint", adjoint),
@@ -442,7 +451,7 @@ impl Case {
         for e in &record.edges {
             let consumer = self.name(&e.consumer, "pass record edge consumer")?;
             let operand = self.name(&e.operand, "pass record edge operand")?;
-            let tracked = self.tracked[&operand];
+            let tracked = self.engine.tracked(&e.operand)?;
             edges.push(obj(vec![
                 ("consumer", Out::Str(consumer)),
                 ("slot", Out::Int(e.slot as i64)),

@@ -155,7 +155,7 @@ class Case:
             shown = json.dumps(repeat if whole else raw)
             raise ProgramError(f"{where}: field 'repeat' must be a whole number from 1 to {MAX_REPEAT}, got {shown}")
         base, bracket, index = name[:-1].rpartition("[") if name.endswith("]") else ("", "", "")
-        if bracket and base and index.isdigit() and not index.startswith("0"):
+        if bracket and base and index.isascii() and index.isdigit() and not index.startswith("0"):
             if int(index) < self.lengths.get(base, 0):
                 raise ProgramError(f"{where}: field 'id': {name!r} names a node of the repeated step {base!r}")
             self.indexed.setdefault(base, []).append(int(index))

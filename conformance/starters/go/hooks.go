@@ -24,7 +24,8 @@ var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh
 // PassRecord works.
 var Levels = []string{"values", "gradients", "errors"}
 
-// Features: "seed" if Backward accepts a seed other than 1.
+// Features: "seed" if Backward accepts a seed other than 1. (main.go adds "repeat": it runs
+// repeated steps itself.)
 var Features = []string{"seed"}
 
 // ---- end of config block -------------------------------------------------------------------

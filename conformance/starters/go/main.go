@@ -5,7 +5,10 @@
 // runs every run request step by step on a fresh Engine and answers with one observation
 // per step, and exits on shutdown or end of input. An *EngineError returned by a hook is a
 // contract error the harness compares; any other error, or a panic, becomes an error reply
-// for that case and the loop goes on with the next one. Standard library only.
+// for that case and the loop goes on with the next one. A repeated step ("repeat": n,
+// feature repeat) is a loop here calling Engine.Apply n times, so every engine behind this
+// starter gets the million-node chain; "records": false skips Engine.PassRecord. Standard
+// library only.
 package main
 
 import (
@@ -17,12 +20,26 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 )
 
 const protocolVersion = 2
+
+// maxRepeat is the most applications one repeated step may ask for (docs/contract.md rule program.repeat).
+const maxRepeat = 10_000_000
+
+// features is what hello declares: the config block's Features, and repeat, which this loop does itself.
+func features() []string {
+	for _, f := range Features {
+		if f == "repeat" {
+			return Features
+		}
+	}
+	return append(append([]string{}, Features...), "repeat")
+}
 
 // EngineError is a contract error (docs/contract.md sections 3 to 5): its kind and exactly
 // its fields. Fields named consumer, operand and node hold your Node values, which the loop
@@ -162,12 +179,14 @@ type step struct {
 	Exponent any      `json:"exponent"`
 	Seed     any      `json:"seed"`
 	Output   string   `json:"output"`
+	Repeat   any      `json:"repeat"`
 }
 
 type request struct {
 	Type    string `json:"type"`
 	Case    string `json:"case"`
 	Program []step `json:"program"`
+	Records *bool  `json:"records"` // false: leave the pass record out
 }
 
 // runCase holds one run request: the program's nodes by id, on a fresh engine.
@@ -178,10 +197,34 @@ type runCase struct {
 	operation map[string]string
 	tracked   map[string]bool
 	ids       map[Node]string // your Node type must be comparable (a pointer or an index is)
+	// chains holds each successful repeated step's id and its inner nodes id[1] .. id[n-1], in order.
+	chains []chain
+	// innerNames maps an inner node to id[k]; built only when an error names a node the program ids do not.
+	innerNames map[Node]string
+	// lengths (repeated step id -> n) and indexed (base -> every k of a step id spelled base[k]) check id clashes.
+	lengths map[string]int
+	indexed map[string][]int
+}
+
+// chain is one repeated step's inner nodes.
+type chain struct {
+	id     string
+	inners []Node
 }
 
 func (c *runCase) name(node Node, where string) string {
 	id, ok := c.ids[node]
+	if !ok && len(c.chains) > 0 {
+		if c.innerNames == nil {
+			c.innerNames = map[Node]string{}
+			for _, ch := range c.chains {
+				for k, inner := range ch.inners {
+					c.innerNames[inner] = fmt.Sprintf("%s[%d]", ch.id, k+1)
+				}
+			}
+		}
+		id, ok = c.innerNames[node]
+	}
 	if !ok {
 		panic(fmt.Sprintf("%s: %v is not a node this program created", where, node))
 	}
@@ -245,7 +288,44 @@ func (c *runCase) errorObservation(e *EngineError) object {
 	return out
 }
 
-func (c *runCase) create(s step) (Node, error) {
+// indexedID splits an id spelled base[k] (k a whole number from 1, no leading zero).
+var indexedID = regexp.MustCompile(`(?s)\A(.+)\[([1-9][0-9]*)\]\z`)
+
+// checkID returns how many times the creation step applies its op (its repeat, default 1);
+// a bad repeat, or an id that clashes with an inner node's name id[k], is a program error.
+func (c *runCase) checkID(s step, where string) int {
+	repeat := 1
+	if s.Repeat != nil {
+		if s.Op == "variable" || s.Op == "constant" || s.Op == "detach" {
+			panic(fmt.Sprintf("%s: field 'repeat' is only for an operation step (not variable, constant or detach)", where))
+		}
+		raw, isNumber := s.Repeat.(json.Number)
+		n, err := strconv.Atoi(string(raw))
+		if !isNumber || err != nil || n < 1 || n > maxRepeat {
+			shown, _ := json.Marshal(s.Repeat)
+			panic(fmt.Sprintf("%s: field 'repeat' must be a whole number from 1 to %d, got %s", where, maxRepeat, shown))
+		}
+		repeat = n
+	}
+	if m := indexedID.FindStringSubmatch(s.ID); m != nil {
+		k, _ := strconv.Atoi(m[2])
+		if k < c.lengths[m[1]] {
+			panic(fmt.Sprintf("%s: field 'id': %q names a node of the repeated step %q", where, s.ID, m[1]))
+		}
+		c.indexed[m[1]] = append(c.indexed[m[1]], k)
+	}
+	if s.Repeat != nil {
+		for _, k := range c.indexed[s.ID] {
+			if k < repeat {
+				panic(fmt.Sprintf("%s: field 'repeat': its node %s[%d] would take an id an earlier step uses", where, s.ID, k))
+			}
+		}
+		c.lengths[s.ID] = repeat
+	}
+	return repeat
+}
+
+func (c *runCase) create(s step, repeat int) (Node, error) {
 	number := func(raw any) float64 {
 		x, err := readNumber(raw)
 		if err != nil {
@@ -273,7 +353,30 @@ func (c *runCase) create(s step) (Node, error) {
 	if s.Op == "pow" {
 		exponent = number(s.Exponent)
 	}
-	return c.engine.Apply(s.Op, operands, exponent)
+	if repeat == 1 {
+		return c.engine.Apply(s.Op, operands, exponent)
+	}
+	// A repeated step: each result is operand 0 of the next application; the first error ends
+	// the step. Each call gets a fresh operands slice, since an engine may keep the one it is given.
+	previous, rest := operands[0], operands[1:]
+	apply := func() (Node, error) {
+		return c.engine.Apply(s.Op, append([]Node{previous}, rest...), exponent)
+	}
+	inners := make([]Node, 0, repeat-1)
+	for k := 1; k < repeat; k++ {
+		node, err := apply()
+		if err != nil {
+			return node, err
+		}
+		inners = append(inners, node)
+		previous = node
+	}
+	node, err := apply()
+	if err == nil {
+		c.chains = append(c.chains, chain{s.ID, inners})
+		c.innerNames = nil
+	}
+	return node, err
 }
 
 func (c *runCase) passRecord() map[string]any {
@@ -281,23 +384,29 @@ func (c *runCase) passRecord() map[string]any {
 	nodes := make([]any, 0, len(record.Nodes))
 	for _, n := range record.Nodes {
 		id := c.name(n.Node, "pass record node")
+		tracked := c.engine.Tracked(n.Node)
 		var passAdjoint, storedGradient any // null for an untracked node
-		if c.tracked[id] {
+		if tracked {
 			passAdjoint, storedGradient = wireNumber(n.PassAdjoint), wireNumber(n.StoredGradient)
 		}
-		nodes = append(nodes, object{{"node", id}, {"operation", c.operation[id]}, {"value", wireNumber(c.engine.Value(c.nodes[id]))},
-			{"tracked", c.tracked[id]}, {"pass_adjoint", passAdjoint}, {"stored_gradient", storedGradient}})
+		operation, ok := c.operation[id]
+		if !ok { // an inner node id[k] of a repeated step has its step's operation
+			operation = c.operation[id[:strings.LastIndex(id, "[")]]
+		}
+		nodes = append(nodes, object{{"node", id}, {"operation", operation}, {"value", wireNumber(c.engine.Value(n.Node))},
+			{"tracked", tracked}, {"pass_adjoint", passAdjoint}, {"stored_gradient", storedGradient}})
 	}
 	edges := make([]any, 0, len(record.Edges))
 	for _, e := range record.Edges {
 		operand := c.name(e.Operand, "pass record edge operand")
+		operandTracked := c.engine.Tracked(e.Operand)
 		var before, after any // null for an untracked operand
-		if c.tracked[operand] {
+		if operandTracked {
 			before, after = wireNumber(e.Before), wireNumber(e.After)
 		}
 		edges = append(edges, object{{"consumer", c.name(e.Consumer, "pass record edge consumer")}, {"slot", e.Slot},
 			{"operand", operand}, {"local_derivative", wireNumber(e.LocalDerivative)}, {"upstream", wireNumber(e.Upstream)},
-			{"contribution", wireNumber(e.Contribution)}, {"operand_tracked", c.tracked[operand]}, {"before", before}, {"after", after}})
+			{"contribution", wireNumber(e.Contribution)}, {"operand_tracked", operandTracked}, {"before", before}, {"after", after}})
 	}
 	return map[string]any{"seed": wireNumber(record.Seed), "nodes": nodes, "edges": edges}
 }
@@ -311,8 +420,8 @@ func wantsPass() bool {
 	return false
 }
 
-// step runs one step and observes it (docs/contract.md section 8).
-func (c *runCase) step(s step) map[string]any {
+// step runs one step and observes it (docs/contract.md section 8); records false leaves out the pass record.
+func (c *runCase) step(s step, index int, records bool) map[string]any {
 	var engineError *EngineError
 	switch s.Op {
 	case "backward":
@@ -331,7 +440,7 @@ func (c *runCase) step(s step) map[string]any {
 			panic(err.Error())
 		}
 		observation := map[string]any{"gradients": c.gradients()}
-		if wantsPass() {
+		if records && wantsPass() {
 			observation["pass"] = c.passRecord()
 		}
 		return observation
@@ -339,7 +448,7 @@ func (c *runCase) step(s step) map[string]any {
 		c.engine.ZeroGrad(c.nodes[s.Output])
 		return map[string]any{"gradients": c.gradients()}
 	}
-	node, err := c.create(s)
+	node, err := c.create(s, c.checkID(s, fmt.Sprintf("step %d (%q)", index, s.ID)))
 	if err != nil {
 		if errors.As(err, &engineError) {
 			return map[string]any{"error": c.errorObservation(engineError)}
@@ -370,10 +479,11 @@ func run(req request) (reply map[string]any) {
 		}
 	}()
 	c := &runCase{engine: NewEngine(), nodes: map[string]Node{}, operation: map[string]string{},
-		tracked: map[string]bool{}, ids: map[Node]string{}}
+		tracked: map[string]bool{}, ids: map[Node]string{}, lengths: map[string]int{}, indexed: map[string][]int{}}
+	records := req.Records == nil || *req.Records
 	observations := make([]any, 0, len(req.Program))
-	for _, s := range req.Program {
-		observations = append(observations, c.step(s))
+	for i, s := range req.Program {
+		observations = append(observations, c.step(s, i, records))
 	}
 	return map[string]any{"type": "result", "case": req.Case, "observations": observations}
 }
@@ -402,7 +512,7 @@ func main() {
 				switch req.Type {
 				case "hello":
 					reply(map[string]any{"type": "hello", "protocol": protocolVersion, "engine": EngineInfo,
-						"ops": Ops, "levels": Levels, "features": Features})
+						"ops": Ops, "levels": Levels, "features": features()})
 				case "run":
 					reply(run(req))
 				case "shutdown":

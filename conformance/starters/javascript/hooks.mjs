@@ -21,7 +21,7 @@ export const CONFIG = {
   ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
   // The levels you report honestly: values gradients errors, and trace/order once passRecord works.
   levels: ["values", "gradients", "errors"],
-  // "seed" if backward accepts a seed other than 1.
+  // "seed" if backward accepts a seed other than 1. (adapter.mjs adds "repeat": it runs repeated steps itself.)
   features: ["seed"],
 };
 // ---- end of config block -------------------------------------------------------------------

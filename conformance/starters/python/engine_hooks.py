@@ -23,7 +23,7 @@ ENGINE = {"name": "my-engine", "version": "0.1.0", "language": "python"}
 OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
 #: The levels you report honestly: values gradients errors, and trace/order once pass_record works.
 LEVELS = ["values", "gradients", "errors"]
-#: "seed" if backward accepts a seed other than 1.
+#: "seed" if backward accepts a seed other than 1. (adapter.py adds "repeat": it runs repeated steps itself.)
 FEATURES = ["seed"]
 # ---- end of config block -------------------------------------------------------------------
 

@@ -75,15 +75,18 @@ RULES = {
 
 
 class Node:
+    __slots__ = ("value", "operation", "operands", "derivatives", "tracked", "grad", "adjoint")
+
     def __init__(self, value: float, operation: str, operands: list["Node"], derivatives: list[float], tracked: bool):
         self.value, self.operation, self.operands, self.derivatives = value, operation, operands, derivatives
         self.tracked = tracked
         self.grad = 0.0
+        self.adjoint = 0.0
 
 
 class Engine:
     def __init__(self) -> None:
-        self.record: dict[str, Any] = {}
+        self.record: tuple[float, list[Node], list[tuple[Any, ...]]] = (1.0, [], [])
 
     def _leaf(self, value: float, operation: str) -> Node:
         if not math.isfinite(value):
@@ -120,19 +123,19 @@ class Engine:
 
     @staticmethod
     def _topology(output: Node) -> list[Node]:
-        # Depth-first post-order from the output, operands in slot order, iteratively.
+        # Depth-first post-order from the output, operands in slot order, iteratively (a million-node chain is a case).
         order: list[Node] = []
-        seen = {id(output)}
-        stack = [(output, 0)]
+        seen = {output}
+        stack = [(output, iter(output.operands))]
         while stack:
-            node, slot = stack.pop()
-            if slot < len(node.operands):
-                stack.append((node, slot + 1))
-                operand = node.operands[slot]
-                if id(operand) not in seen:
-                    seen.add(id(operand))
-                    stack.append((operand, 0))
+            node, operands = stack[-1]
+            for operand in operands:
+                if operand not in seen:
+                    seen.add(operand)
+                    stack.append((operand, iter(operand.operands)))
+                    break
             else:
+                stack.pop()
                 order.append(node)
         return order
 
@@ -142,14 +145,16 @@ class Engine:
         if not math.isfinite(seed):
             raise EngineError("non-finite-seed", seed=seed)
         topology = self._topology(output)
-        adjoint = {id(n): 0.0 for n in topology if n.tracked}
-        adjoint[id(output)] = seed
-        edges = []
+        for node in topology:
+            node.adjoint = 0.0  # fresh pass adjoints; untracked nodes keep 0.0 and are never read
+        output.adjoint = seed
+        edges = []  # (consumer, slot, operand, local derivative, upstream, contribution, before, after)
+        isfinite = math.isfinite
         for consumer in reversed(topology):
-            upstream = adjoint.get(id(consumer), 0.0)
+            upstream = consumer.adjoint
             for slot, (operand, d) in enumerate(zip(consumer.operands, consumer.derivatives)):
                 contribution = upstream * d
-                if not math.isfinite(contribution):
+                if not isfinite(contribution):
                     raise EngineError(
                         "non-finite-contribution",
                         consumer=consumer,
@@ -160,35 +165,27 @@ class Engine:
                     )
                 before = after = None
                 if operand.tracked:
-                    before = adjoint[id(operand)]
+                    before = operand.adjoint
                     after = before + contribution
-                    if not math.isfinite(after):
+                    if not isfinite(after):
                         raise EngineError("non-finite-pass-adjoint", node=operand, previous=before, contribution=contribution)
-                    adjoint[id(operand)] = after
-                edges.append(
-                    {
-                        "consumer": consumer,
-                        "slot": slot,
-                        "operand": operand,
-                        "local_derivative": d,
-                        "upstream": upstream,
-                        "contribution": contribution,
-                        "before": before,
-                        "after": after,
-                    }
-                )
+                    operand.adjoint = after
+                edges.append((consumer, slot, operand, d, upstream, contribution, before, after))
         for node in topology:
-            if node.tracked and not math.isfinite(node.grad + adjoint[id(node)]):
-                raise EngineError("non-finite-accumulated-gradient", node=node, stored=node.grad, pass_adjoint=adjoint[id(node)])
+            if node.tracked and not isfinite(node.grad + node.adjoint):
+                raise EngineError("non-finite-accumulated-gradient", node=node, stored=node.grad, pass_adjoint=node.adjoint)
         for node in topology:
             if node.tracked:
-                node.grad += adjoint[id(node)]
-        nodes = [{"node": n, "pass_adjoint": adjoint.get(id(n)), "stored_gradient": n.grad} for n in topology]
-        self.record = {"seed": seed, "nodes": nodes, "edges": edges}
+                node.grad += node.adjoint
+        self.record = (seed, topology, edges)
 
     def zero_grad(self, output: Node) -> None:
         for node in self._topology(output):
             node.grad = 0.0
 
     def pass_record(self) -> dict[str, Any]:
-        return self.record
+        # Built when asked for, right after the backward it describes (the adapter asks at once, or not at all).
+        seed, topology, edges = self.record
+        fields = ("consumer", "slot", "operand", "local_derivative", "upstream", "contribution", "before", "after")
+        nodes = [{"node": n, "pass_adjoint": n.adjoint if n.tracked else None, "stored_gradient": n.grad} for n in topology]
+        return {"seed": seed, "nodes": nodes, "edges": [dict(zip(fields, edge)) for edge in edges]}

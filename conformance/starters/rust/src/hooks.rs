@@ -23,7 +23,8 @@ pub const OPS: &[&str] = &[
 ];
 /// The levels you report honestly: values gradients errors, and trace/order once pass_record works.
 pub const LEVELS: &[&str] = &["values", "gradients", "errors"];
-/// "seed" if backward accepts a seed other than 1.
+/// "seed" if backward accepts a seed other than 1. (main.rs adds "repeat": it runs repeated
+/// steps itself.)
 pub const FEATURES: &[&str] = &["seed"];
 // ---- end of config block -------------------------------------------------------------------
 

@@ -5,7 +5,9 @@
 //! runs every run request step by step on a fresh `Engine` and answers with one observation
 //! per step, and exits on shutdown or end of input. A `Failure::Contract` returned by a hook
 //! is a contract error the harness compares; any other failure, or a panic, becomes an error
-//! reply for that case and the loop goes on with the next one.
+//! reply for that case and the loop goes on with the next one. A repeated step (`"repeat": n`,
+//! feature `repeat`) is a loop here calling `Engine::apply` n times, so every engine behind
+//! this starter gets the million-node chain; `"records": false` skips `Engine::pass_record`.
 //!
 //! Vocabulary (the contract's): an operation reads its **operands**; an operand's **slot** is
 //! its 0-based position among them; the node whose operation reads it is its **consumer**. An
@@ -21,6 +23,8 @@ use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 const PROTOCOL_VERSION: i64 = 2;
+/// The most applications one repeated step may ask for (docs/contract.md rule program.repeat).
+const MAX_REPEAT: u64 = 10_000_000;
 
 /// One field of a contract error: a node (named by program id on the wire), a number, an
 /// operand slot or a text (an operation name).
@@ -238,6 +242,18 @@ struct Case {
     operation: HashMap<String, String>,
     tracked: HashMap<String, bool>,
     ids: HashMap<usize, String>,
+    /// Each successful repeated step: its id and the keys of its inner nodes id[1] .. id[n-1].
+    chains: Vec<(String, Vec<usize>)>,
+    /// Repeated step id -> n, and base -> every k of a step id spelled base[k]: the id clash checks.
+    lengths: HashMap<String, u64>,
+    indexed: HashMap<String, Vec<u64>>,
+}
+
+/// Splits an id spelled `base[k]` (k a whole number from 1, no leading zero).
+fn indexed_id(id: &str) -> Option<(&str, u64)> {
+    let (base, k) = id.strip_suffix(']')?.rsplit_once('[')?;
+    let digits = !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) && !k.starts_with('0');
+    (digits && !base.is_empty()).then(|| (base, k.parse().unwrap_or(u64::MAX)))
 }
 
 fn other<T>(message: String) -> HookResult<T> {
@@ -246,10 +262,17 @@ fn other<T>(message: String) -> HookResult<T> {
 
 impl Case {
     fn name(&self, node: &Node, where_: &str) -> HookResult<String> {
-        match self.ids.get(&hooks::node_key(node)) {
-            Some(id) => Ok(id.clone()),
-            None => other(format!("{where_}: a node this program did not create")),
+        let key = hooks::node_key(node);
+        if let Some(id) = self.ids.get(&key) {
+            return Ok(id.clone());
         }
+        // An inner node of a repeated step: looked for only when an error names one.
+        for (id, inners) in &self.chains {
+            if let Some(k) = inners.iter().position(|inner| *inner == key) {
+                return Ok(format!("{id}[{}]", k + 1));
+            }
+        }
+        other(format!("{where_}: a node this program did not create"))
     }
 
     #[allow(clippy::clone_on_copy)] // Node may be Copy (an index) or not (a shared handle)
@@ -303,7 +326,52 @@ impl Case {
         Ok(Out::Obj(pairs))
     }
 
-    fn create(&mut self, step: &Value, op: &str) -> HookResult<Node> {
+    /// How many times the creation step applies its op (its repeat, default 1); a bad repeat,
+    /// or an id that clashes with an inner node's name id[k], is a program error.
+    fn check_id(&mut self, step: &Value, op: &str, id: &str, where_: &str) -> HookResult<u64> {
+        let raw = step.get("repeat");
+        if raw.is_some() && matches!(op, "variable" | "constant" | "detach") {
+            return other(format!(
+                "{where_}: field 'repeat' is only for an operation step (not variable, constant or detach)"
+            ));
+        }
+        let repeat = match raw {
+            None => 1,
+            Some(value) => match value.as_u64().or_else(|| {
+                value
+                    .as_f64()
+                    .filter(|x| x.fract() == 0.0 && *x >= 0.0)
+                    .map(|x| x as u64)
+            }) {
+                Some(n) if (1..=MAX_REPEAT).contains(&n) => n,
+                _ => {
+                    return other(format!(
+                        "{where_}: field 'repeat' must be a whole number from 1 to {MAX_REPEAT}, got {value}"
+                    ))
+                }
+            },
+        };
+        if let Some((base, k)) = indexed_id(id) {
+            if k < self.lengths.get(base).copied().unwrap_or(0) {
+                return other(format!(
+                    "{where_}: field 'id': {id:?} names a node of the repeated step {base:?}"
+                ));
+            }
+            self.indexed.entry(base.to_string()).or_default().push(k);
+        }
+        if raw.is_some() {
+            let indexed = self.indexed.get(id).map(Vec::as_slice).unwrap_or_default();
+            if let Some(k) = indexed.iter().find(|k| **k < repeat) {
+                return other(format!(
+                    "{where_}: field 'repeat': its node {id}[{k}] would take an id an earlier step uses"
+                ));
+            }
+            self.lengths.insert(id.to_string(), repeat);
+        }
+        Ok(repeat)
+    }
+
+    fn create(&mut self, step: &Value, op: &str, repeat: u64) -> HookResult<Node> {
         let number = |key: &str| read_number(step.get(key), key).map_err(Failure::Other);
         match op {
             "variable" => return self.engine.variable(number("value")?),
@@ -327,7 +395,21 @@ impl Case {
         } else {
             None
         };
-        self.engine.apply(op, &operands, exponent)
+        if repeat == 1 {
+            return self.engine.apply(op, &operands, exponent);
+        }
+        // A repeated step: each result is operand 0 of the next application; the first error
+        // ends the step.
+        let mut inners = Vec::new();
+        for _ in 1..repeat {
+            let node = self.engine.apply(op, &operands, exponent)?;
+            inners.push(hooks::node_key(&node));
+            operands[0] = node;
+        }
+        let node = self.engine.apply(op, &operands, exponent)?;
+        let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
+        self.chains.push((id.to_string(), inners));
+        Ok(node)
     }
 
     fn pass_record(&mut self) -> HookResult<Out> {
@@ -335,8 +417,17 @@ impl Case {
         let mut nodes = Vec::new();
         for entry in &record.nodes {
             let id = self.name(&entry.node, "pass record node")?;
-            let tracked = self.tracked[&id];
-            let value = self.engine.value(&self.nodes[&id])?;
+            let tracked = self.engine.tracked(&entry.node)?;
+            let value = self.engine.value(&entry.node)?;
+            // An inner node id[k] of a repeated step has its step's operation.
+            let operation = match self.operation.get(&id) {
+                Some(operation) => operation.clone(),
+                None => id
+                    .rsplit_once('[')
+                    .and_then(|(base, _)| self.operation.get(base))
+                    .cloned()
+                    .unwrap_or_default(),
+            };
             let adjoint = if tracked {
                 Out::Num(entry.pass_adjoint)
             } else {
@@ -349,7 +440,7 @@ impl Case {
             };
             nodes.push(obj(vec![
                 ("node", Out::Str(id.clone())),
-                ("operation", Out::Str(self.operation[&id].clone())),
+                ("operation", Out::Str(operation)),
                 ("value", Out::Num(value)),
                 ("tracked", Out::Bool(tracked)),
                 ("pass_adjoint", adjoint),
@@ -360,7 +451,7 @@ impl Case {
         for e in &record.edges {
             let consumer = self.name(&e.consumer, "pass record edge consumer")?;
             let operand = self.name(&e.operand, "pass record edge operand")?;
-            let tracked = self.tracked[&operand];
+            let tracked = self.engine.tracked(&e.operand)?;
             edges.push(obj(vec![
                 ("consumer", Out::Str(consumer)),
                 ("slot", Out::Int(e.slot as i64)),
@@ -394,8 +485,9 @@ impl Case {
         ]))
     }
 
-    /// Runs one step and observes it (docs/contract.md section 8).
-    fn step(&mut self, step: &Value) -> HookResult<Out> {
+    /// Runs one step and observes it (docs/contract.md section 8); `records` false leaves out
+    /// the pass record.
+    fn step(&mut self, step: &Value, index: usize, records: bool) -> HookResult<Out> {
         let op = step
             .get("op")
             .and_then(Value::as_str)
@@ -419,7 +511,7 @@ impl Case {
                 Err(failure) => Err(failure),
                 Ok(()) => {
                     let mut pairs = vec![("gradients", self.gradients()?)];
-                    if hooks::LEVELS.iter().any(|l| *l == "trace" || *l == "order") {
+                    if records && hooks::LEVELS.iter().any(|l| *l == "trace" || *l == "order") {
                         pairs.push(("pass", self.pass_record()?));
                     }
                     Ok(obj(pairs))
@@ -431,15 +523,16 @@ impl Case {
             self.engine.zero_grad(&node)?;
             return Ok(obj(vec![("gradients", self.gradients()?)]));
         }
-        let node = match self.create(step, &op) {
-            Err(Failure::Contract(error)) => return Ok(obj(vec![("error", self.error(error)?)])),
-            result => result?,
-        };
         let id = step
             .get("id")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let repeat = self.check_id(step, &op, &id, &format!("step {index} ({id:?})"))?;
+        let node = match self.create(step, &op, repeat) {
+            Err(Failure::Contract(error)) => return Ok(obj(vec![("error", self.error(error)?)])),
+            result => result?,
+        };
         let tracked = self.engine.tracked(&node)?;
         let value = self.engine.value(&node)?;
         self.ids.insert(hooks::node_key(&node), id.clone());
@@ -469,7 +562,11 @@ fn run(request: &Value) -> Result<Out, String> {
         operation: HashMap::new(),
         tracked: HashMap::new(),
         ids: HashMap::new(),
+        chains: Vec::new(),
+        lengths: HashMap::new(),
+        indexed: HashMap::new(),
     };
+    let records = request.get("records") != Some(&Value::Bool(false));
     let mut observations = Vec::new();
     for (index, step) in request
         .get("program")
@@ -485,7 +582,7 @@ fn run(request: &Value) -> Result<Out, String> {
                  protocol 2 calls a step's operand ids \"operands\""
             ));
         }
-        match case.step(step) {
+        match case.step(step, index, records) {
             Ok(observation) => observations.push(observation),
             Err(Failure::Other(message)) => return Err(message),
             Err(Failure::Contract(error)) => {
@@ -497,6 +594,15 @@ fn run(request: &Value) -> Result<Out, String> {
         }
     }
     Ok(Out::Arr(observations))
+}
+
+/// What hello declares: the config block's features, and `repeat`, which this loop does itself.
+fn features() -> Vec<&'static str> {
+    let mut features = hooks::FEATURES.to_vec();
+    if !features.contains(&"repeat") {
+        features.push("repeat");
+    }
+    features
 }
 
 fn strings(items: &[&str]) -> Out {
@@ -550,7 +656,7 @@ fn main() {
                 ),
                 ("ops", strings(hooks::OPS)),
                 ("levels", strings(hooks::LEVELS)),
-                ("features", strings(hooks::FEATURES)),
+                ("features", strings(&features())),
             ])),
             Some("run") => {
                 let outcome =

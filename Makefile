@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/torch adapters/broken
+PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/micrograd_rust adapters/autograd adapters/tinygrad adapters/torch adapters/broken
 
 # Each suite prints a heading when it starts and its duration when it passes, so a long
 # `make test` shows where it is; a failing suite stops the run with its own output.

@@ -119,3 +119,29 @@ def test_tinygrad_loses_exp_near_overflow_and_tanh_near_zero(tinygrad):
     exp = float(t([709.0], dtype=tinygrad.dtypes.float64).exp().numpy()[0])
     assert abs(exp - math.exp(709.0)) > 50 * math.ulp(math.exp(709.0))
     assert float(t([1e-17], dtype=tinygrad.dtypes.float64).tanh().numpy()[0]) == 0.0
+
+
+def test_a_malformed_engines_json_is_named_with_its_file(tmp_path):
+    tool = _engines_tool()
+    path = tmp_path / "engines.json"
+    path.write_text("{not json")
+    with pytest.raises(tool.EnginesError, match=f"{path}: not JSON"):
+        tool.load(path)
+    path.write_text('{"engines": 3}')
+    with pytest.raises(tool.EnginesError, match=f"{path}: expected an object with a list under 'engines'"):
+        tool.load(path)
+
+
+def test_micrograd_rust_crashes_with_sigsegv_on_a_chain_200000_deep():
+    # Beyond the corpus (its deepest chain, 10,000, passes): recorded in its expected-failures file's header.
+    pytest.importorskip("micrograd_rust")
+    program = (
+        "from micrograd_rust import Value\n"
+        "x, m = Value(0.5), Value(-1.0)\n"
+        "y = x + x\n"
+        "for i in range(1, 200_000):\n"
+        "    y = y * m if i % 2 else y + x\n"
+        "y.backward()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=120)
+    assert done.returncode == -11, (done.returncode, done.stderr[-500:])

@@ -133,9 +133,7 @@ def _cell(counts: dict[str, int]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     """docs/engines.md from the data of docs/engines.json."""
-    engines = data.get("engines")
-    if not isinstance(engines, list):
-        raise EnginesError(f"{JSON_PATH}: expected a list under 'engines'")
+    engines = data["engines"]
     lines = [
         "# Real engines against the kit",
         "",
@@ -189,8 +187,8 @@ def load(path: Path = JSON_PATH) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except ValueError as error:
         raise EnginesError(f"{path}: not JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise EnginesError(f"{path}: expected an object")
+    if not isinstance(data, dict) or not isinstance(data.get("engines"), list):
+        raise EnginesError(f"{path}: expected an object with a list under 'engines'")
     return data
 
 

@@ -24,7 +24,8 @@ from conformance.wire import dumps_line, loads
 CORPUS = load_corpus(FIXTURES_DIR)
 SCHEMA = json.loads((docs_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
-#: torch (and tinygrad, too slow for this) is optional and never installed by the set-up; it is checked when present.
+#: torch is optional and never installed by the set-up; it is checked when present. tinygrad is left out: its
+#: deepest cases take minutes each (docs/engines.md).
 ADAPTERS = ["python", "micrograd", "micrograd-rust", "autograd", "rust", "go", "torch"]
 
 

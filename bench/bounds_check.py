@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from conformance.compare import compare_level
-from conformance.fixture import load_corpus
+from conformance.fixture import load_corpus, replayable
 from conformance.fuzz import fuzz
 from conformance.mutants import BUGS, MutantEngine
 from conformance.transport import SubprocessTransport
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def corpus_failures(engine: VariantEngine, profile: str) -> int:
     """How many (case, level) results of the corpus fail on this variant."""
     failed = 0
-    for fixture in load_corpus():
+    for fixture in replayable(load_corpus()):
         observations = engine.run(fixture.program)
         for level in fixture.levels:
             if level == "order" and engine.reorders_sums:
@@ -43,7 +43,7 @@ def corpus_failures(engine: VariantEngine, profile: str) -> int:
 
 def mutants_surviving(profile: str) -> list[str]:
     """The catalogue's bugs (but the recursive sort, caught through the protocol) that no fixture catches."""
-    corpus = sorted(load_corpus(), key=lambda f: len(f.program))
+    corpus = sorted(replayable(load_corpus()), key=lambda f: f.size)
     surviving = []
     for bug in BUGS:
         if bug == "recursive-topo":

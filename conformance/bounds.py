@@ -44,7 +44,7 @@ from typing import Any, Optional
 from reference.crmath import cr_exp, cr_log, cr_pow, cr_tanh
 from reference.ops import OPS
 
-from .program import LEAF_OPS, Program
+from .program import LEAF_OPS, Program, Step
 from .protocol import Profile
 
 #: The ulp budget of a port's libm for exp, log, tanh and pow.
@@ -193,27 +193,41 @@ class _Node:
 StepBounds = dict[str, tuple[float, float]]
 
 
-def derive_bounds(program: Program, profile: Profile) -> list[StepBounds]:
+def derive_bounds(program: Program, profile: Profile, records: bool = True) -> list[StepBounds]:
     """The bound of every compared float of every step of ``program`` under ``profile``.
 
     Backward's ``pass + upstream * local`` may always be one fused multiply-add here: the
     contract forbids that only in cases compared exactly, which get no ``contract`` bounds.
+    ``records`` False leaves out the pass records' floats (for observations that keep none).
     """
-    return _Replay(profile).run(program)
+    return _Replay(profile, records).run(program)
 
 
 class _Replay:
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, records: bool = True) -> None:
+        self.records = records
         self.iv = _Interval(profile)
         self.numeric = profile == "numeric"
         self.nodes: dict[str, _Node] = {}
         self.order: list[str] = []  # creation order, for the gradients of every tracked node
+        self.named: Optional[set[str]] = None  # the ids whose gradients are observed, when not all
 
     def run(self, program: Program) -> list[StepBounds]:
         out: list[StepBounds] = []
+        if any(step.repeat for step in program):  # gradients are observed for the program's own ids only
+            self.named = {step.id for step in program if step.id is not None}
         for step in program:
             bounds: StepBounds = {}
-            if step.id is not None:
+            if step.repeat is not None:
+                previous, rest = step.operands[0], step.operands[1:]
+                for name in step.chain_names():
+                    if previous not in self.nodes:
+                        break  # a creation of the chain failed: so does the step
+                    inner = Step(id=name, op=step.op, operands=(previous, *rest), exponent=step.exponent)
+                    bounds = {}
+                    self._create(inner, bounds)
+                    previous = name
+            elif step.id is not None:
                 self._create(step, bounds)
             elif step.op == "zero_grad":
                 for name in self._topology(step.output):  # type: ignore[arg-type]
@@ -354,10 +368,11 @@ class _Replay:
                     bounds["error.upstream"] = self._entry(upstream)
                     bounds["error.local_derivative"] = self._entry(local)
                     return
-                where = f"pass.edges[{consumer}:{slot}]"
-                bounds[f"{where}.local_derivative"] = self._entry(local)
-                bounds[f"{where}.upstream"] = self._entry(upstream)
-                bounds[f"{where}.contribution"] = self._entry(contribution)
+                if self.records:
+                    where = f"pass.edges[{consumer}:{slot}]"
+                    bounds[f"{where}.local_derivative"] = self._entry(local)
+                    bounds[f"{where}.upstream"] = self._entry(upstream)
+                    bounds[f"{where}.contribution"] = self._entry(contribution)
                 if self.nodes[operand].tracked:
                     summand = contribution.widened(1)  # the exact product, if the sum is fused
                     before = adjoint[operand]
@@ -368,8 +383,9 @@ class _Replay:
                         return
                     adjoint[operand] = after
                     parts[operand].append(summand)
-                    bounds[f"pass.edges[{position}].before"] = self._entry(before)
-                    bounds[f"pass.edges[{position}].after"] = self._entry(after)
+                    if self.records:
+                        bounds[f"pass.edges[{position}].before"] = self._entry(before)
+                        bounds[f"pass.edges[{position}].after"] = self._entry(after)
                 position += 1
         totals = {}
         for name in topo:
@@ -384,12 +400,14 @@ class _Replay:
                 totals[name] = iv.add(node.stored, adjoint[name], total)
         for name in topo:
             node = self.nodes[name]
-            where = f"pass.nodes[{name}]"
-            bounds[f"{where}.value"] = self._entry(node.value)
             if node.tracked:
                 node.stored = totals[name]
-                bounds[f"{where}.pass_adjoint"] = self._entry(adjoint[name])
-                bounds[f"{where}.stored_gradient"] = self._entry(node.stored)
+            if self.records:
+                where = f"pass.nodes[{name}]"
+                bounds[f"{where}.value"] = self._entry(node.value)
+                if node.tracked:
+                    bounds[f"{where}.pass_adjoint"] = self._entry(adjoint[name])
+                    bounds[f"{where}.stored_gradient"] = self._entry(totals[name])
 
     def _any_order(self, sequential: Quantity, parts: list[Quantity]) -> Quantity:
         """A final pass adjoint, widened to hold the sum of its contributions in any order.
@@ -417,6 +435,8 @@ class _Replay:
 
     def _gradients(self, bounds: StepBounds) -> None:
         for name in self.order:
+            if self.named is not None and name not in self.named:
+                continue
             node = self.nodes[name]
             if node.stored is not None:
                 bounds[f"gradients.{name}"] = self._entry(node.stored)

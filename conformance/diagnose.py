@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from .compare import DEFAULT_PROFILE, compare_level
-from .fixture import Fixture
+from .fixture import Fixture, replayable
 from .mutants import BUGS, Bug, MutantEngine
 from .protocol import Observation
 
@@ -56,7 +56,7 @@ class Diagnoser:
         direct = _changed_on_failure(fixture, observations)
         if direct and level == "errors":
             found.append(direct)
-        if len(fixture.program) > DIAGNOSIS_MAX_STEPS:
+        if fixture.size > DIAGNOSIS_MAX_STEPS:
             return found
         for bug, description in BUGS.items():
             if bug == "recursive-topo":
@@ -142,10 +142,10 @@ class MutantScore:
 def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantScore]:
     """Run every bug of the catalogue on the corpus in-process: is it caught, and is it named first?
 
-    Fixtures are tried smallest program first; for each bug at most ``diagnosed``
-    failing results are diagnosed (a diagnosis reruns the whole catalogue).
+    Fixtures are tried smallest program first (the ``replayable`` ones); for each bug at most
+    ``diagnosed`` failing results are diagnosed (a diagnosis reruns the whole catalogue).
     """
-    ordered = sorted(corpus, key=lambda fixture: (len(fixture.program), fixture.id))
+    ordered = sorted(replayable(corpus), key=lambda fixture: (fixture.size, fixture.id))
     diagnoser = Diagnoser()
     scores = []
     for bug, description in BUGS.items():

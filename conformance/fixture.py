@@ -22,7 +22,7 @@ import jsonschema
 import jsonschema_rs
 import msgspec
 
-from .program import Program, ProgramError, parse_program
+from .program import Program, ProgramError, parse_program, program_size
 from .protocol import Level, Observation, Profile
 from .wire import WireError, decode_float, load_json_file, to_json_ready, ulp_distance
 
@@ -123,6 +123,11 @@ class Fixture:
     bounds: dict[str, tuple[StepBounds, ...]]
     """Per profile (``contract`` only when the comparison is not exact, ``numeric`` always), one map per step."""
     path: Optional[Path] = None
+
+    @property
+    def size(self) -> int:
+        """How many steps the program runs, a repeated step counted once per application."""
+        return program_size(self.program)
 
     def step_bounds(self, profile: Profile) -> Optional[tuple[StepBounds, ...]]:
         """The bounds a profile compares this fixture under; None when it compares bit for bit."""
@@ -286,6 +291,19 @@ def load_corpus_reporting(root: Path = FIXTURES_DIR) -> tuple[list[Fixture], lis
         except FixtureBug as bug:
             bugs.append(bug)
     return fixtures, bugs
+
+
+#: The largest program (in steps run) that ``replayable`` keeps.
+REPLAY_MAX_STEPS = 100_000
+
+
+def replayable(fixtures: list[Fixture]) -> list[Fixture]:
+    """The fixtures small enough to replay in-process on a Python engine again and again (not the million-node chain).
+
+    What the chain checks (no recursion, at a depth only a native stack feels) needs a real
+    adapter; a catalogue or variant replay of it would take minutes and gigabytes.
+    """
+    return [fixture for fixture in fixtures if fixture.size <= REPLAY_MAX_STEPS]
 
 
 def load_corpus(root: Path = FIXTURES_DIR) -> list[Fixture]:

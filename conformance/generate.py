@@ -99,18 +99,26 @@ def all_cases() -> list[Case]:
 
 def build_fixture(case: Case) -> Fixture:
     """Run the case on the reference and produce its fixture."""
+    repeated = any(step.repeat for step in case.program)
     try:
-        observations = run_program(case.program)
+        observations = run_program(case.program, record_pass=not repeated)
     except ProgramError as error:
         raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     levels = case.levels or default_levels(case.program, observations)
     comparison = choose_comparison(case.program, observations)
     if Level.TRACE not in levels and Level.ORDER not in levels:
         observations = [msgspec.structs.replace(obs, pass_=None) for obs in observations]
-    try:
-        bounds = fixture_bounds(case.program, observations, comparison)
-    except BoundsMismatch as error:
-        raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
+    if repeated:
+        problem = _repeat_problem(case.program, levels, comparison)
+        if problem:
+            raise CaseError(f"{case.generator}: case {case.id!r}: {problem}")
+        # Compared exactly under every profile (docs/contract.md, rule comparison.repeated-exact).
+        bounds: dict[str, tuple[dict[str, float], ...]] = {Profile.NUMERIC: tuple({} for _ in case.program)}
+    else:
+        try:
+            bounds = fixture_bounds(case.program, observations, comparison)
+        except BoundsMismatch as error:
+            raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     fixture = Fixture(
         id=case.id,
         description=case.description + catches_sentence(case.catches),
@@ -190,9 +198,10 @@ def fixture_bounds(
     """
     profiles = (Profile.NUMERIC,) if comparison.exact else (Profile.CONTRACT, Profile.NUMERIC)
     observed = [observation.floats() for observation in observations]
+    records = any(observation.pass_ is not None for observation in observations)
     out: dict[str, tuple[dict[str, float], ...]] = {}
     for profile in profiles:
-        steps = derive_bounds(program, profile)
+        steps = derive_bounds(program, profile, records)
         kept = []
         for index, (bounds, floats) in enumerate(zip(steps, observed)):
             for path, (value, _) in bounds.items():
@@ -215,6 +224,45 @@ def compact_bound(bound: float) -> float:
     if rounded < bound:  # rounded to nearest went down: the next three-digit decimal is above bound
         rounded = float(f"{float(mantissa) + 0.01:.2f}e{exponent}")
     return rounded
+
+
+#: The ops a case with a repeated step may use: IEEE-exact, local derivatives 1, -1 or 0.
+REPEATABLE_EXACT = ("add", "sub", "neg", "relu")
+
+
+def _repeat_problem(program: Program, levels: Iterable[str], comparison: Comparison) -> str:
+    """Why a case with a repeated step cannot be a fixture, or "" when it can.
+
+    Such a case keeps no pass record and gets no bounds: it must be compared exactly under both profiles
+    (docs/contract.md, rule comparison.repeated-exact), which needs ops whose every value and contribution
+    is exact under every allowance, and no tracked node that is an operand more than twice (so no pass
+    adjoint sums three contributions, whose order could change a bit). Counted from the program, not a record.
+    """
+    if Level.TRACE in levels or Level.ORDER in levels:
+        return "a case with a repeated step cannot compare trace or order (its pass records are not kept)"
+    if not comparison.exact:
+        return f"a case with a repeated step must be compared exactly, and this one is not: {comparison.reason}"
+    other = sorted({step.op for step in program if step.id and step.op not in REPEATABLE_EXACT} - {*LEAF_OPS, "detach"})
+    if other:
+        return f"a case with a repeated step may use only {', '.join(REPEATABLE_EXACT)}, not {', '.join(other)}"
+    uses: dict[str, int] = {}
+    tracked: set[str] = set()
+    for step in program:
+        if step.id is None or step.op in LEAF_OPS or step.op == "detach":
+            if step.op == "variable":
+                tracked.add(step.id)  # type: ignore[arg-type]
+            continue
+        if any(name in tracked for name in step.operands):
+            tracked.add(step.id)
+        for slot, name in enumerate(step.operands):
+            uses[name] = uses.get(name, 0) + (1 if slot == 0 or step.repeat is None else step.repeat)
+    crowded = sorted(name for name, count in uses.items() if count > 2 and name in tracked)
+    if crowded:
+        return (
+            f"a case with a repeated step must be compared exactly, but {crowded[0]!r} is an operand "
+            f"{uses[crowded[0]]} times (its pass adjoint may sum in any order): make it a constant"
+        )
+    return ""
 
 
 def _order_dependent_sums(observations: list[Observation]) -> int:

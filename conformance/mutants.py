@@ -439,11 +439,11 @@ class MutantEngine:
 
     # -- programs ---------------------------------------------------------------
 
-    def run(self, program: Program) -> list[Observation]:
-        """Run a program on a fresh graph and observe every step (see conformance.observe)."""
+    def run(self, program: Program, records: bool = True) -> list[Observation]:
+        """Run a program on a fresh graph and observe every step (see conformance.observe); pass records if ``records``."""
         self._created, self._interned, self._kept = [], {}, None
         self._nodes, self._names = {}, {}
-        return observe(self, program)
+        return observe(self, program, record_pass=records)
 
     # -- the Session interface (conformance.observe) -----------------------------------
 

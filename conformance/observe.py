@@ -43,24 +43,42 @@ class Session(Protocol):
 def observe(session: Session, program: Program, *, record_pass: bool = True) -> list[Observation]:
     """Run ``program`` on a fresh ``session`` and return one observation per step.
 
+    A repeated step (``repeat``) is created as its chain of single steps, named ``id[1]`` ..
+    ``id[n-1]`` and ``id``; gradients are then observed for the program's own ids only.
     Raises ProgramError when a step names an id whose creating step failed.
     """
     observations: list[Observation] = []
+    named = {step.id for step in program if step.id is not None} if any(step.repeat for step in program) else None
+
+    def gradients() -> dict[str, float]:
+        stored = session.gradients()
+        return stored if named is None else {name: value for name, value in stored.items() if name in named}
+
     for step in program:
         try:
             if step.id is not None:
-                value, tracked = session.create(step)
+                value, tracked = session.create(step) if step.repeat is None else _create_chain(session, step)
                 observations.append(Observation(value=value, tracked=tracked))
             elif step.op == "zero_grad":
                 session.zero_grad(_output(step))
-                observations.append(Observation(gradients=session.gradients()))
+                observations.append(Observation(gradients=gradients()))
             else:
                 record = session.backward(_output(step), 1.0 if step.seed is None else step.seed, record_pass)
-                observations.append(Observation(gradients=session.gradients(), pass_=record))
+                observations.append(Observation(gradients=gradients(), pass_=record))
         except EngineError as error:
             info = error_info(error, session.name)
-            observations.append(Observation(error=info, gradients=None if step.id is not None else session.gradients()))
+            observations.append(Observation(error=info, gradients=None if step.id is not None else gradients()))
     return observations
+
+
+def _create_chain(session: Session, step: Step) -> tuple[float, bool]:
+    """A repeated step as its single steps: each result is slot 0 of the next application."""
+    previous, rest = step.operands[0], step.operands[1:]
+    value, tracked = 0.0, False
+    for name in step.chain_names():
+        value, tracked = session.create(Step(id=name, op=step.op, operands=(previous, *rest), exponent=step.exponent))
+        previous = name
+    return value, tracked
 
 
 def _output(step: Step) -> str:

@@ -13,6 +13,10 @@ belongs. The step forms, as JSON:
     {"id": "p", "op": "pow", "operands": ["x"], "exponent": 0.5}
     {"op": "backward", "output": "y"}            (optional "seed", default 1.0)
     {"op": "zero_grad", "output": "y"}
+
+An operation step may carry ``"repeat": n`` (the ``repeat`` feature): the operation is
+applied n times, each application's result fed back into slot 0, so one step builds a
+chain of n nodes; the last is the step's id, the k-th before it is named ``id[k]``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+import re
+from typing import Any, Iterable, Iterator, Optional
+
+import msgspec
 
 from reference.ops import OPS
 
@@ -34,21 +40,27 @@ CREATION_OPS = frozenset((*LEAF_OPS, "detach", *OPS))
 GRADIENT_OPS = ("backward", "zero_grad")
 #: Ops an adapter can declare: the op table plus detach.
 DECLARABLE_OPS = (*OPS, "detach")
+#: The most applications one repeated step may ask for (a bound on what one step can cost).
+MAX_REPEAT = 10_000_000
 
 
 class ProgramError(ValueError):
     """A program that breaks the step rules; the message names the source, step and field."""
 
 
-@dataclass(frozen=True)
-class Step:
-    """One program step. Creation steps have an ``id``; backward and zero_grad have an ``output``."""
+class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One program step. Creation steps have an ``id``; backward and zero_grad have an ``output``.
 
-    op: str
+    ``repeat`` (an operation step only) applies the operation that many times, feeding each
+    result back into slot 0. Fields are in the order the wire writes them.
+    """
+
     id: Optional[str] = None
+    op: str
     value: Optional[float] = None
     operands: tuple[str, ...] = ()
     exponent: Optional[float] = None
+    repeat: Optional[int] = None
     output: Optional[str] = None
     seed: Optional[float] = None
 
@@ -69,6 +81,8 @@ class Step:
             data["operands"] = list(self.operands)
         if self.exponent is not None:
             data["exponent"] = self.exponent
+        if self.repeat is not None:
+            data["repeat"] = self.repeat
         if self.output is not None:
             data["output"] = self.output
         if self.seed is not None:
@@ -83,15 +97,24 @@ class Step:
             seed = "" if self.seed is None else f", seed={self.seed!r}"
             return f"{self.op}({self.output}{seed})"
         extra = "" if self.exponent is None else f"; {self.exponent!r}"
-        return f"{self.id} = {self.op}({', '.join(self.operands)}{extra})"
+        times = "" if self.repeat is None else f" repeated {self.repeat} times"
+        return f"{self.id} = {self.op}({', '.join(self.operands)}{extra}){times}"
+
+    def chain_names(self) -> Iterator[str]:
+        """The ids of the nodes a creation step creates, in order: ``id[1]`` .. ``id[n-1]``, then ``id`` itself."""
+        assert self.id is not None
+        for k in range(1, self.repeat or 1):
+            yield f"{self.id}[{k}]"
+        yield self.id
 
 
 Program = tuple[Step, ...]
 
 _ALLOWED_KEYS = {
     "leaf": {"id", "op", "value"},
-    "apply": {"id", "op", "operands"},
-    "pow": {"id", "op", "operands", "exponent"},
+    "detach": {"id", "op", "operands"},
+    "apply": {"id", "op", "operands", "repeat"},
+    "pow": {"id", "op", "operands", "exponent", "repeat"},
     "backward": {"op", "output", "seed"},
     "zero_grad": {"op", "output"},
 }
@@ -103,12 +126,42 @@ def parse_program(raw: Any, source: str) -> Program:
         raise ProgramError(f"{source}: program must be a list of steps, got {type(raw).__name__}")
     steps: list[Step] = []
     known: set[str] = set()
+    chains = _Chains()
     for index, item in enumerate(raw):
-        step = _parse_step(item, f"{source}: step {index}", known)
+        where = f"{source}: step {index}"
+        step = _parse_step(item, where, known)
         if step.id is not None:
+            chains.check(step, where)
             known.add(step.id)
         steps.append(step)
     return tuple(steps)
+
+
+_INDEXED = re.compile(r"(.+)\[([1-9][0-9]*)\]\Z")
+
+
+class _Chains:
+    """The names repeated steps give their inner nodes (``id[k]``), kept apart from the program's own ids."""
+
+    def __init__(self) -> None:
+        self.lengths: dict[str, int] = {}
+        self.indexed: dict[str, list[int]] = {}
+
+    def check(self, step: Step, where: str) -> None:
+        assert step.id is not None
+        match = _INDEXED.match(step.id)
+        if match:
+            base, k = match.group(1), int(match.group(2))
+            if k < self.lengths.get(base, 0):
+                raise ProgramError(f"{where} ({step.id}): field 'id': {step.id!r} names a node of the repeated step {base!r}")
+            self.indexed.setdefault(base, []).append(k)
+        if step.repeat is not None:
+            clash = [k for k in self.indexed.get(step.id, []) if k < step.repeat]
+            if clash:
+                raise ProgramError(
+                    f"{where} ({step.id}): field 'repeat': its node {step.id}[{clash[0]}] would take an id an earlier step uses"
+                )
+            self.lengths[step.id] = step.repeat
 
 
 def _parse_step(item: Any, where: str, known: set[str]) -> Step:
@@ -120,7 +173,7 @@ def _parse_step(item: Any, where: str, known: set[str]) -> Step:
     if op not in CREATION_OPS and op not in GRADIENT_OPS:
         choices = ", ".join((*LEAF_OPS, "detach", *OPS, *GRADIENT_OPS))
         raise ProgramError(f"{where}: field 'op': unknown operation {op!r} (known: {choices})")
-    shape = "leaf" if op in LEAF_OPS else op if op in ("pow", "backward", "zero_grad") else "apply"
+    shape = "leaf" if op in LEAF_OPS else op if op in ("detach", "pow", "backward", "zero_grad") else "apply"
     if "args" in item and shape not in ("leaf", "backward", "zero_grad"):
         raise ProgramError(
             f"{where} ({op}): field 'args' is the old name (protocol 1, fixture format 2): an operation lists its ids "
@@ -159,7 +212,12 @@ def _parse_step(item: Any, where: str, known: set[str]) -> Step:
         exponent = _number(item, "exponent", where)
         if not math.isfinite(exponent):
             raise ProgramError(f"{where}: field 'exponent' must be a finite constant, got {exponent!r}")
-    return Step(op=op, id=node_id, operands=tuple(names), exponent=exponent)
+    repeat = None
+    if "repeat" in item:
+        repeat = item["repeat"]
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
+            raise ProgramError(f"{where}: field 'repeat' must be a whole number from 1 to {MAX_REPEAT}, got {_show(repeat)}")
+    return Step(op=op, id=node_id, operands=tuple(names), exponent=exponent, repeat=repeat)
 
 
 def _name(item: dict[str, Any], field: str, where: str, known: set[str]) -> str:
@@ -197,6 +255,11 @@ def program_hash(program: Iterable[Step]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def program_size(program: Iterable[Step]) -> int:
+    """How many steps the program runs, a repeated step counted once per application."""
+    return sum(step.repeat or 1 for step in program)
+
+
 def ops_used(program: Iterable[Step]) -> list[str]:
     """The declarable ops a program uses, in op-table order."""
     used = {step.op for step in program}
@@ -204,5 +267,11 @@ def ops_used(program: Iterable[Step]) -> list[str]:
 
 
 def features_used(program: Iterable[Step]) -> list[str]:
-    """Optional features a program needs: ``seed`` when a backward passes a seed other than 1."""
-    return ["seed"] if any(step.seed is not None and step.seed != 1.0 for step in program) else []
+    """Optional features a program needs: ``seed`` when a backward passes a seed other than 1, ``repeat`` for a repeated step."""
+    program = tuple(program)
+    used = []
+    if any(step.seed is not None and step.seed != 1.0 for step in program):
+        used.append("seed")
+    if any(step.repeat is not None for step in program):
+        used.append("repeat")
+    return used

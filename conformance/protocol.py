@@ -80,7 +80,7 @@ ERROR_KINDS: tuple[str, ...] = tuple(ERROR_FIELDS)
 #: The error kinds of a failed creation (compared at ``values``); the others are backward's (``errors``).
 CREATION_ERROR_KINDS = ("non-finite-leaf", "non-finite-result", "non-finite-local-derivative")
 #: The optional features a hello may declare.
-FEATURES = ("seed",)
+FEATURES = ("seed", "repeat")
 
 
 class ProtocolError(ValueError):
@@ -277,11 +277,16 @@ class Hello(msgspec.Struct, tag="hello", tag_field="type", omit_defaults=True):
     profile: str = Profile.CONTRACT.value
 
 
-class RunRequest(msgspec.Struct, tag="run", tag_field="type"):
-    """One whole case: its id and program (steps as in docs/protocol.md, "run")."""
+class RunRequest(msgspec.Struct, tag="run", tag_field="type", omit_defaults=True):
+    """One whole case: its id and program (steps as in docs/protocol.md, "run").
+
+    ``records`` false says the harness will not read pass records for this case (its levels include neither
+    ``trace`` nor ``order``): backward observations may leave ``pass`` out. Written only when false.
+    """
 
     case: str
-    program: list[dict[str, Any]]
+    program: Program
+    records: bool = True
 
 
 class Result(msgspec.Struct, tag="result", tag_field="type"):
@@ -426,9 +431,9 @@ def _finite(observation: Observation) -> bool:
     return math.isfinite(total)
 
 
-def run_request(case: str, program: Program) -> bytes:
+def run_request(case: str, program: Program, records: bool = True) -> bytes:
     """The run request for one case, as one JSON line (without the newline)."""
-    request = RunRequest(case, [step.to_json() for step in program])
+    request = RunRequest(case, program, records)
     return _ENCODER.encode(request) if all(_finite_step(step) for step in program) else _careful(request)
 
 

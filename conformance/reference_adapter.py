@@ -13,20 +13,26 @@ import sys
 import reference
 
 from .execute import run_program
-from .program import DECLARABLE_OPS
+from .program import DECLARABLE_OPS, Program
+from .protocol import Observation
 from .serve import serve
 
 HELLO = {
     "engine": {"name": "reference", "version": reference.__version__, "language": "python"},
     "ops": list(DECLARABLE_OPS),
     "levels": ["values", "gradients", "errors", "trace", "order"],
-    "features": ["seed"],
+    "features": ["seed", "repeat"],
 }
+
+
+def run_case(program: Program, records: bool) -> list[Observation]:
+    """The program on a fresh reference graph; pass records only when the harness reads them."""
+    return run_program(program, record_pass=records)
 
 
 def main() -> int:
     """Serve the protocol until shutdown or end of input."""
-    return serve(HELLO, run_program)
+    return serve(HELLO, run_case)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .compare import compare_level
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
-from .protocol import Profile
-from .transport import AdapterFault, Handshake, Transport
+from .protocol import Level, Profile
+from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
 
 
 class Outcome(StrEnum):
@@ -270,14 +270,30 @@ class AdapterSession:
         self._attempt_started = 0.0
         self._faulted = False
 
-    def run_case(self, fixture: Fixture) -> list[Result]:
-        """Every level's result for one case; never raises for adapter faults."""
-        results = self._run_case(fixture)
+    def run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
+        """Every level's result for one case; never raises for adapter faults.
+
+        ``upcoming`` are the cases to be run next: as soon as this case's reply is in, their requests are
+        sent ahead (a transport with ``send_ahead``), so the adapter runs them while this one is compared.
+        """
+        results = self._run_case(fixture, upcoming)
         if self.on_result:
             self.on_result(results)
         return results
 
-    def _run_case(self, fixture: Fixture) -> list[Result]:
+    def _send_ahead(self, upcoming: Sequence[Fixture]) -> None:
+        send = getattr(self.transport, "send_ahead", None)
+        if send is None or self.hello is None or self.down is not None:
+            return
+        for fixture in upcoming:
+            if support_gap(fixture, self.hello):
+                continue
+            gaps = level_gaps(fixture, self.hello)
+            levels = [level for level in fixture.levels if level not in gaps]
+            if levels and not send(fixture.id, fixture.program, records=reads_records(levels)):
+                return
+
+    def _run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         if self.down is not None:
             self.down.not_run += len(fixture.levels)
             return not_run(self.name, fixture, f"{self.down.headline} (see the adapter's diagnosis)")
@@ -295,10 +311,20 @@ class AdapterSession:
         gap = support_gap(fixture, self.hello)
         if gap:
             return [Result(self.name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
-        timeout = None if remaining is None else max(0.1, min(remaining, getattr(self.transport, "timeout", remaining)))
+        base = getattr(self.transport, "timeout", None)
+        limit = None if base is None else case_timeout(base, fixture.program)
+        timeout = limit if remaining is None else max(0.1, min(remaining, remaining if limit is None else limit))
         self._faulted = False
         results = run_case(
-            self.name, self.transport, self.hello, fixture, self.expected, timeout, self._fault, diagnoser=self.diagnoser
+            self.name,
+            self.transport,
+            self.hello,
+            fixture,
+            self.expected,
+            timeout,
+            self._fault,
+            diagnoser=self.diagnoser,
+            after_reply=(lambda: self._send_ahead(upcoming)) if upcoming else None,
         )
         if not self._faulted:
             self._streak = 0  # a case was answered: whatever failed before was not a dead adapter
@@ -362,7 +388,7 @@ def run_adapter(
         for index, fixture in enumerate(fixtures):
             if progress:
                 progress(index, len(fixtures), fixture.id)
-            run.results += session.run_case(fixture)
+            run.results += session.run_case(fixture, fixtures[index + 1 : index + 1 + AHEAD])
             run.handshake = session.hello or run.handshake
         index = len(fixtures)
     except KeyboardInterrupt as interrupt:
@@ -386,8 +412,12 @@ def run_case(
     on_fault: Optional[Callable[[AdapterFault], None]] = None,
     *,
     diagnoser: Optional[Diagnoser] = None,
+    after_reply: Optional[Callable[[], None]] = None,
 ) -> list[Result]:
-    """Every level's result for one case; a failed level's likely bugs are named by ``diagnoser`` (default: a new one)."""
+    """Every level's result for one case; a failed level's likely bugs are named by ``diagnoser`` (default: a new one).
+
+    ``after_reply`` is called once the adapter's reply is in, before it is compared.
+    """
     gap = support_gap(fixture, hello)
     if gap:
         return [Result(name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
@@ -399,11 +429,13 @@ def run_case(
     edges = hello.trace == "full"
     diagnoser = diagnoser or Diagnoser()
     try:
-        observations = transport.run(fixture.id, fixture.program, timeout)
+        observations = transport.run(fixture.id, fixture.program, timeout, records=reads_records(levels))
     except AdapterFault as fault:
         if on_fault:
             on_fault(fault)
         return unsupported + _charge(name, fixture, levels, str(fault), expected)
+    if after_reply:
+        after_reply()
     results = []
     for level in levels:
         differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
@@ -417,6 +449,11 @@ def run_case(
             outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
         results.append(_apply_expected(outcome, expected))
     return unsupported + results
+
+
+def reads_records(levels: Iterable[str]) -> bool:
+    """Whether comparing these levels reads pass records (``trace`` and ``order`` do)."""
+    return any(level in (Level.TRACE, Level.ORDER) for level in levels)
 
 
 def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, expected: list[Expected]) -> list[Result]:

@@ -17,8 +17,9 @@ from .program import Program, ProgramError, parse_program
 from .protocol import PROTOCOL_VERSION, Observation, Result, encode_result
 from .wire import dumps_line, loads
 
-#: From a program to one observation per step: typed, or plain data in the wire's shape.
-RunCase = Callable[[Program], Sequence[Observation | dict[str, Any]]]
+#: From a program to one observation per step: typed, or plain data in the wire's shape. The flag is the
+#: request's ``records``: when False the harness reads no pass record, so a backward's may be left out.
+RunCase = Callable[[Program, bool], Sequence[Observation | dict[str, Any]]]
 
 
 def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
@@ -48,7 +49,8 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             case = request.get("case", "")
             try:
                 program = parse_program(request.get("program"), f"case {case}")
-                observations = list(run_case(program))
+                records = request.get("records", True) is not False
+                observations = list(run_case(program, records))
                 typed = [item for item in observations if isinstance(item, Observation)]
                 if len(typed) == len(observations):
                     stdout.write(encode_result(Result(case, typed)).decode() + "\n")

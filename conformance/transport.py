@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .execute import run_program
-from .program import DECLARABLE_OPS, Program
+from .program import DECLARABLE_OPS, Program, program_size
 from .protocol import (
     ERROR_KINDS,
     FEATURES,
@@ -60,7 +60,15 @@ HANDSHAKE_TIMEOUT = 5.0
 #: Seconds one case may take. Canonical cases run in milliseconds on every built-in adapter, the slowest
 #: (deep chains, the LLM programs) in well under a second, so this is generous without letting a hung
 #: adapter stall a CI job.
-CASE_TIMEOUT = 10.0
+CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
+#: Steps per second every adapter is assumed to reach at least: a long program's case timeout grows by
+#: its steps at this rate (a repeated step counted once per application), so a million-node chain gets
+#: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
+MIN_STEPS_PER_SECOND = 25_000
+#: How many run requests the harness sends before their turn (docs/protocol.md, "Pipelining"), and the
+#: largest it sends early: a small request always fits in the pipe, so sending it never waits.
+AHEAD = 2
+AHEAD_MAX_BYTES = 16 * 1024
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
 _EXIT_GRACE = 0.3
 
@@ -71,6 +79,11 @@ _FLUSH_HINT = (
     "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
     "for end of input instead of one line, looks exactly like this)"
 )
+
+
+def case_timeout(base: float, program: Program) -> float:
+    """The seconds one case may take: ``base`` plus a whole second per MIN_STEPS_PER_SECOND steps of the program."""
+    return base + program_size(program) // MIN_STEPS_PER_SECOND
 
 
 class AdapterFault(Exception):
@@ -178,8 +191,11 @@ class Transport(Protocol):
     def handshake(self) -> Handshake:
         """Start the engine if needed and return its hello."""
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
-        """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own."""
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
+        """One observation per step, or raise AdapterFault; ``timeout`` overrides the transport's own.
+
+        ``records`` False tells the engine that no pass record will be read (the run request's ``records``).
+        """
 
     def close(self) -> None:
         """Stop the engine."""
@@ -192,9 +208,9 @@ class InProcessTransport:
         """The reference's capabilities."""
         return Handshake("reference", "in-process", "python", frozenset(DECLARABLE_OPS), frozenset(LEVELS), frozenset(FEATURES))
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Run the program on the reference (no timeout applies in-process)."""
-        return run_program(program)
+        return run_program(program, record_pass=records)
 
     def close(self) -> None:
         """Nothing to stop."""
@@ -224,7 +240,10 @@ class SubprocessTransport:
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
+        self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
         self.restarts = 0
+        self.sent_ahead = 0
+        """How many run requests were sent before their turn (``send_ahead``)."""
 
     # -- process lifecycle ------------------------------------------------------
 
@@ -283,19 +302,49 @@ class SubprocessTransport:
                 raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
         return self.hello
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Observation]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
-        limit = self.timeout if timeout is None else timeout
+        limit = case_timeout(self.timeout, program) if timeout is None else timeout
         deadline = time.monotonic() + limit
+        if self._ahead and self._ahead[0] != case:
+            self._kill()  # the replies to requests sent ahead would come first: start afresh
+            self.handshake()
         try:
-            self._send(run_request(case, program), f"case {case}", deadline, limit)
+            if self._ahead:
+                self._ahead.popleft()  # sent already: the adapter may have answered it by now
+            else:
+                self._send(run_request(case, program, records), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
             self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
             raise fault.with_stderr(self.stderr_tail()) from None
+
+    def send_ahead(self, case: str, program: Program, *, records: bool = True) -> bool:
+        """Send the run request of the case to be run next, before its turn; True when it is (or was) sent.
+
+        The adapter then works on it while the harness compares the reply before it; ``run`` for
+        that case only reads the reply. Nothing is sent when the adapter is not running, AHEAD
+        requests are already out, or the request is larger than AHEAD_MAX_BYTES; a request that
+        cannot be written at once ends the process, and the next ``run`` starts it afresh.
+        """
+        if case in self._ahead:
+            return True
+        if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
+            return False
+        line = run_request(case, program, records)
+        if len(line) >= AHEAD_MAX_BYTES:
+            return False
+        try:
+            self._send(line, f"case {case}", time.monotonic() + 1.0, 1.0)
+        except AdapterFault:
+            self._kill()
+            return False
+        self._ahead.append(case)
+        self.sent_ahead += 1
+        return True
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
@@ -309,6 +358,7 @@ class SubprocessTransport:
 
     def _kill(self) -> None:
         process, self.process, self.hello = self.process, None, None
+        self._ahead.clear()
         if process is None:
             return
         try:

@@ -142,11 +142,11 @@ class VariantEngine(MutantEngine):
         self._random = random.Random(seed)
         self._fuse_sums = False
 
-    def run(self, program: Program) -> list[Observation]:
+    def run(self, program: Program, records: bool = True) -> list[Observation]:
         """Observe a program, fusing backward's sums where this variant's profile allows it."""
         inexact = any(step.op in ("exp", "log", "tanh", "pow") for step in program)
         self._fuse_sums = "fma" in self.takes and (self.profile == "numeric" or inexact)
-        return super().run(program)
+        return super().run(program, records)
 
     @property
     def reorders_sums(self) -> bool:
@@ -270,10 +270,10 @@ class VariantTransport:
         """The variant's hello."""
         return self.hello
 
-    def run(self, case: str, program: Program, timeout: Optional[float] = None) -> list[Any]:
+    def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Any]:
         """Run a program in-process; an exception becomes the fault a real adapter's error reply would be."""
         try:
-            return self.engine.run(program)
+            return self.engine.run(program, records)
         except Exception as error:  # noqa: BLE001 - as a real adapter would reply with an error message
             raise AdapterFault(
                 f"the variant could not run the case: {type(error).__name__}: {error}", kind="error-reply"

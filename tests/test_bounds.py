@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from conformance.bounds import Quantity, derive_bounds
 from conformance.cases.case import Case
 from conformance.compare import compare_level
-from conformance.fixture import load_corpus
+from conformance.fixture import load_corpus, replayable
 from conformance.fuzz import fuzz
 from conformance.generate import build_fixture, compact_bound
 from conformance.mutants import BUGS, MutantEngine
@@ -32,7 +32,7 @@ from conformance.strategies import programs
 from conformance.transport import AdapterFault, Handshake
 from conformance.variants import VARIANTS, VariantEngine, VariantTransport, fma, sech_squared
 
-CORPUS = load_corpus()
+CORPUS = replayable(load_corpus())  # in-process replays: without the million-node chain
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Mistakes whose only effect is rounding or the sign of a zero: the numeric profile is made to accept them.
@@ -91,7 +91,7 @@ def test_every_mutant_is_killed_under_contract_and_every_real_mistake_under_nume
             continue  # caught by the deep chain through the protocol (tests/test_catalogue.py)
         for profile in survivors:
             killed = False
-            for fixture in sorted(CORPUS, key=lambda f: len(f.program)):
+            for fixture in sorted(CORPUS, key=lambda f: f.size):
                 try:
                     observations = MutantEngine(bug).run(fixture.program)
                 except Exception:  # noqa: BLE001 - a crashing mutant is caught through the protocol

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.compare import compare_level
 from conformance.diagnose import catalogue_score
-from conformance.fixture import load_corpus
+from conformance.fixture import load_corpus, replayable
 from conformance.mutants import BUGS, MutantEngine
 from conformance.runner import run_adapter
 from conformance.transport import SubprocessTransport
@@ -61,9 +61,12 @@ NAMED = _named_catches()
 
 @pytest.mark.parametrize("bug", list(BUGS))
 def test_every_bug_is_killed_by_a_fixture_whose_description_names_it(bug):
-    fixtures = {f.id: f for f in CORPUS}
+    fixtures = {f.id: f for f in replayable(CORPUS)}  # the million-node chain is run behind the protocol only
     assert NAMED.get(bug), f"no fixture's description names {bug} ({BUGS[bug]}): add it to a case's catches"
+    assert any(case in fixtures for case in NAMED[bug]), f"only fixtures too large to replay in-process name {bug}"
     for case in NAMED[bug]:
+        if case not in fixtures:
+            continue
         fixture = fixtures[case]
         try:
             observations = MutantEngine(bug).run(fixture.program)

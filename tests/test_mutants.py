@@ -7,13 +7,13 @@ from hypothesis import given
 
 from conformance.compare import compare_level
 from conformance.execute import run_program
-from conformance.fixture import load_corpus
+from conformance.fixture import load_corpus, replayable
 from conformance.mutants import MutantEngine
 from conformance.strategies import programs
 from conformance.variants import VariantEngine
 from conformance.wire import dumps_line, float_bits_equal
 
-CORPUS = load_corpus()
+CORPUS = replayable(load_corpus())  # in-process replays: without the million-node chain
 
 
 @given(programs())

@@ -128,8 +128,8 @@ class MutantTransport:
     def handshake(self):
         return self.hello
 
-    def run(self, case, program, timeout=None):
-        return self.engine.run(program)
+    def run(self, case, program, timeout=None, *, records=True):
+        return self.engine.run(program, records)
 
     def close(self):
         pass
@@ -148,7 +148,7 @@ class MutantTransport:
 def test_an_engine_without_one_check_passes_everything_comparable_once_it_leaves_that_kind_out(bug, kind):
     # The proof that the unsupported levels are the right ones: an engine that really lacks the check
     # fails where it claims the kind, and passes every level left once it does not.
-    corpus = [fixture for fixture in load_corpus(FIXTURES_DIR) if len(fixture.program) < 1000]
+    corpus = [fixture for fixture in load_corpus(FIXTURES_DIR) if fixture.size < 1000]
     claims = run_adapter("mutant", MutantTransport(bug, ERROR_KINDS), corpus, [])
     assert claims.count("failed") > 0
     honest = run_adapter("mutant", MutantTransport(bug, [k for k in ERROR_KINDS if k != kind]), corpus, [])

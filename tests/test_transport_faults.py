@@ -11,6 +11,7 @@ from conformance.fixture import load_corpus
 from conformance.runner import run_adapter
 from conformance.transport import SubprocessTransport
 
+ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakes" / "fault_adapter.py"
 CASES = [f for f in load_corpus() if f.id in ("repeated/x-mul-x", "seed/reused-square", "structure/diamond")]
 TARGET = "seed/reused-square"
@@ -101,3 +102,24 @@ def test_an_adapter_that_cannot_be_started_is_given_up_on_after_three_tries():
 def test_a_healthy_adapter_stays_one_process_for_many_cases():
     run, transport = run_with("crash", target="no/such-case")
     assert {r.outcome for r in run.results} == {"passed"} and transport.restarts == 0
+
+
+def test_requests_are_sent_ahead_and_change_no_result(monkeypatch):
+    corpus = [f for f in load_corpus() if "repeat" not in f.features]
+    runs = {}
+    for ahead in (0, 2):
+        monkeypatch.setattr("conformance.runner.AHEAD", ahead)
+        transport = SubprocessTransport([sys.executable, str(ROOT / "adapters/python/adapter.py")])
+        try:
+            runs[ahead] = run_adapter("python", transport, corpus, [])
+        finally:
+            transport.close()
+        assert (transport.sent_ahead > len(corpus) // 2) == (ahead > 0)
+    assert [(r.case, r.level, r.outcome) for r in runs[2].results] == [(r.case, r.level, r.outcome) for r in runs[0].results]
+    assert {r.outcome for r in runs[2].results} == {"passed"}
+
+
+def test_a_case_sent_ahead_is_sent_again_after_the_case_before_it_crashed():
+    run, transport = run_with("crash")
+    assert transport.sent_ahead >= 1  # diamond was sent while the adapter was still alive
+    assert outcomes(run)["structure/diamond"] == {"passed"}

@@ -43,8 +43,8 @@ OPS = {
 }
 
 
-def run(program: Program) -> list[dict[str, Any]]:
-    """Run one program on micrograd and observe every step."""
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
+    """Run one program on micrograd and observe every step; ``records`` changes nothing (no pass record is kept)."""
     values: dict[str, Value] = {}
     tracked: dict[str, bool] = {}
     observations: list[dict[str, Any]] = []

@@ -47,8 +47,8 @@ OPS = {
 }
 
 
-def run(program: Program) -> list[dict[str, Any]]:
-    """Run one program with torch autograd and observe every step."""
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
+    """Run one program with torch autograd and observe every step; ``records`` changes nothing (no pass record is kept)."""
     tensors: dict[str, torch.Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     observations: list[dict[str, Any]] = []

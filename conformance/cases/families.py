@@ -173,6 +173,27 @@ def deep_chain_case(depth: int = 10_000) -> Case:
     )
 
 
+def million_chain_case(length: int = 1_000_000) -> Case:
+    """A chain ``length`` nodes deep as one repeated step: y = y + c from x (c a constant)."""
+    steps: list[dict[str, Any]] = [
+        {"id": "x", "op": "variable", "value": 0.5},
+        {"id": "c", "op": "constant", "value": 0.25},
+        {"id": "y", "op": "add", "operands": ["x", "c"], "repeat": length},
+        {"op": "backward", "output": "y"},
+        {"op": "zero_grad", "output": "y"},
+    ]
+    return Case(
+        f"structure/deep-chain-{length}",
+        f"A chain {length:,} nodes deep, written as one repeated step (y = y + c, {length:,} times, starting from x): "
+        "backward and zero_grad must not recurse (a recursive sort that survives 10,000 nodes can still overflow a "
+        "native stack here); x's gradient is 1. Needs the repeat feature.",
+        _program(steps, "million-chain"),
+        "conformance.cases.families:million_chain_case",
+        levels=("values", "gradients"),
+        catches=("recursive-topo",),
+    )
+
+
 def small_mlp_case() -> Case:
     """A two-input neuron layer with tanh and relu: the shape micrograd users train."""
     steps: list[dict[str, Any]] = [
@@ -205,4 +226,11 @@ def small_mlp_case() -> Case:
 
 def cases() -> list[Case]:
     """Every family case."""
-    return [*op_point_cases(), fan_out_case(16), fan_out_case(1000), deep_chain_case(10_000), small_mlp_case()]
+    return [
+        *op_point_cases(),
+        fan_out_case(16),
+        fan_out_case(1000),
+        deep_chain_case(10_000),
+        million_chain_case(),
+        small_mlp_case(),
+    ]

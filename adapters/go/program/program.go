@@ -3,6 +3,12 @@
 // step exactly as conformance/execute.py does. The adapter command and the
 // fixture tests share this code, so what the tests check is what the harness
 // sees on the wire.
+//
+// An operation step may carry "repeat": n (the repeat feature, rule
+// program.repeat): the operation is applied n times, each result taking slot 0
+// of the next application, so one step builds a chain of n nodes; the last is
+// the step's id, the k-th before it is named id[k]. No other step may take
+// such a name.
 package program
 
 import (
@@ -10,7 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 
 	"scalarkit/autograd"
 	"scalarkit/wire"
@@ -24,13 +32,42 @@ type Step struct {
 	Value    float64  // variable, constant
 	Operands []string // detach and operations, one id per operand slot
 	Exponent float64  // pow
+	Repeat   int      // operations: how many times the op is applied; 0 when the step has no "repeat" (once)
 	Output   string   // backward, zero_grad
 	Seed     float64  // backward; 1 unless HasSeed
 	HasSeed  bool
 }
 
+// MaxRepeat is the most applications one repeated step may ask for (a bound
+// on what one step can cost), as in conformance/program.py.
+const MaxRepeat = 10_000_000
+
 // Creates reports whether the step creates a node.
 func (s Step) Creates() bool { return s.ID != "" }
+
+// Size is how many steps s counts as (program_size in conformance/program.py):
+// its Repeat, else 1. A creation step that succeeds creates this many nodes.
+func (s Step) Size() int { return max(s.Repeat, 1) }
+
+// Size is how many steps a program runs, a repeated step counted once per
+// application (program_size in conformance/program.py).
+func Size(steps []Step) int {
+	size := 0
+	for _, step := range steps {
+		size += step.Size()
+	}
+	return size
+}
+
+// ChainName returns the name of node position (1-based) of the chain step s
+// creates: id[position] for an inner node, the step's id for the last. It is
+// built only when something names the node.
+func (s Step) ChainName(position int) string {
+	if position < s.Size() {
+		return fmt.Sprintf("%s[%d]", s.ID, position)
+	}
+	return s.ID
+}
 
 // Error is a program that breaks the step rules; the message names the
 // source, the step and the field.
@@ -44,8 +81,9 @@ func (e *Error) Error() string { return e.Where + ": " + e.Msg }
 
 var allowedKeys = map[string][]string{
 	"leaf":      {"id", "op", "value"},
-	"apply":     {"id", "op", "operands"},
-	"pow":       {"id", "op", "operands", "exponent"},
+	"detach":    {"id", "op", "operands"},
+	"apply":     {"id", "op", "operands", "repeat"},
+	"pow":       {"id", "op", "operands", "exponent", "repeat"},
 	"backward":  {"op", "output", "seed"},
 	"zero_grad": {"op", "output"},
 }
@@ -63,12 +101,17 @@ func Parse(raw json.RawMessage, source string) ([]Step, error) {
 	}
 	steps := make([]Step, 0, len(items))
 	known := make(map[string]bool, len(items))
+	var chains chains
 	for index, item := range items {
-		step, err := parseStep(item, fmt.Sprintf("%s: step %d", source, index), known)
+		where := fmt.Sprintf("%s: step %d", source, index)
+		step, err := parseStep(item, where, known)
 		if err != nil {
 			return nil, err
 		}
 		if step.ID != "" {
+			if err := chains.check(step, where); err != nil {
+				return nil, err
+			}
 			known[step.ID] = true
 		}
 		steps = append(steps, step)
@@ -89,17 +132,15 @@ func parseStep(item json.RawMessage, where string, known map[string]bool) (Step,
 	switch op {
 	case "variable", "constant":
 		shape = "leaf"
-	case "pow", "backward", "zero_grad":
+	case "detach", "pow", "backward", "zero_grad":
 		shape = op
-	case "detach":
-		shape = "apply"
 	default:
 		if _, ok := autograd.LookupOp(op); !ok {
 			return Step{}, &Error{where, fmt.Sprintf("field 'op': unknown operation %q", op)}
 		}
 		shape = "apply"
 	}
-	if _, old := fields["args"]; old && (shape == "apply" || shape == "pow") {
+	if _, old := fields["args"]; old && (shape == "apply" || shape == "detach" || shape == "pow") {
 		return Step{}, &Error{fmt.Sprintf("%s (%s)", where, op), "field 'args' is protocol 1's name; protocol 2 lists an operation's ids in 'operands'"}
 	}
 	var unexpected []string
@@ -179,7 +220,71 @@ func parseStep(item json.RawMessage, where string, known map[string]bool) (Step,
 		}
 		step.Exponent = c
 	}
+	if raw, ok := fields["repeat"]; ok {
+		n, err := parseRepeat(raw)
+		if err != nil {
+			return Step{}, &Error{where, fmt.Sprintf("field 'repeat' must be a whole number from 1 to %d, got %s", MaxRepeat, show(raw))}
+		}
+		step.Repeat = n
+	}
 	return step, nil
+}
+
+// wholeNumber is a JSON integer: no fraction, no exponent (1.0 and 1e3 are
+// floats, as in Python).
+var wholeNumber = regexp.MustCompile(`^-?[0-9]+$`)
+
+// parseRepeat reads a "repeat" field: a whole number from 1 to MaxRepeat.
+func parseRepeat(raw json.RawMessage) (int, error) {
+	text := string(bytes.TrimSpace(raw))
+	if !wholeNumber.MatchString(text) {
+		return 0, fmt.Errorf("not a whole number")
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 1 || n > MaxRepeat {
+		return 0, fmt.Errorf("out of range")
+	}
+	return int(n), nil
+}
+
+// indexed matches an id of the form base[k], the form inner nodes are named by.
+var indexed = regexp.MustCompile(`^(.+)\[([1-9][0-9]*)\]$`)
+
+// chains keeps the names repeated steps give their inner nodes (id[k]) apart
+// from the program's own ids: conformance/program.py's _Chains.
+type chains struct {
+	lengths map[string]int      // each repeated step's chain length, by its id
+	indexed map[string][]uint64 // for each base, the k of every id base[k] seen so far, in order
+}
+
+// check refuses an id that names an inner node of an earlier repeated step,
+// and a repeated step one of whose inner nodes an earlier step's id names.
+func (c *chains) check(step Step, where string) error {
+	if c.lengths == nil {
+		c.lengths, c.indexed = map[string]int{}, map[string][]uint64{}
+	}
+	where = fmt.Sprintf("%s (%s)", where, step.ID)
+	if m := indexed.FindStringSubmatch(step.ID); m != nil {
+		base := m[1]
+		k, err := strconv.ParseUint(m[2], 10, 64)
+		if err != nil {
+			k = math.MaxUint64 // longer than any chain
+		}
+		if k < uint64(c.lengths[base]) {
+			return &Error{where, fmt.Sprintf("field 'id': %q names a node of the repeated step %q", step.ID, base)}
+		}
+		c.indexed[base] = append(c.indexed[base], k)
+	}
+	// A chain of one node has no inner node to clash with.
+	if step.Repeat > 1 {
+		for _, k := range c.indexed[step.ID] {
+			if k < uint64(step.Repeat) {
+				return &Error{where, fmt.Sprintf("field 'repeat': its node %s[%d] would take an id an earlier step uses", step.ID, k)}
+			}
+		}
+		c.lengths[step.ID] = step.Repeat
+	}
+	return nil
 }
 
 func name(fields map[string]json.RawMessage, field, where string, known map[string]bool) (string, error) {

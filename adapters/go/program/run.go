@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"scalarkit/autograd"
 	"scalarkit/wire"
@@ -19,19 +20,32 @@ type Session struct {
 	Graph *autograd.Graph
 	steps []Step
 	plan  []plan  // by step: what NewSession resolved
-	tape  []int32 // by step, and one more: the tape index of the node the step created; -1 if none (yet)
-	step  []int32 // by tape index: the step that created the node, filled when a name is asked for
-	seen  int     // the steps step has been filled from
+	tape  []int32 // by step, and one more: the tape index of the node the step created (a chain's last); notRun or failed if none
+	spans []span  // the nodes of each step that created some, in tape order, filled when a name is asked for
+	seen  int     // the steps spans has been filled from
 }
+
+// The tape entry of a step that created no node: not run (yet), or failed.
+const (
+	notRun int32 = -1
+	failed int32 = -2
+)
+
+// span is the nodes one creation step made: tape indices first to
+// tape[step], one node, or a repeated step's chain (docs/contract.md rule
+// program.repeat). A million-node chain is one span: no name and no entry per
+// inner node until an error or a record names one.
+type span struct{ first, step int32 }
 
 // plan is one step resolved: its operation and the creating step of each
 // operand (or, for backward and zero_grad, of the output in refs[0]). An id
-// no earlier step creates resolves to len(steps), whose tape entry stays -1,
+// no earlier step creates resolves to len(steps), whose tape entry stays notRun,
 // so a ref needs no sign test before it is used.
 type plan struct {
 	value   float64 // the leaf's value or pow's exponent
 	refs    [2]int32
 	op      autograd.Operation
+	repeat  int32 // how many nodes the step creates: an operation's applications, else 1
 	arity   uint8 // of op, for kindApply
 	kind    kind
 	creates bool // the step has an id
@@ -54,7 +68,7 @@ func NewSession(steps []Step) *Session {
 		Graph: autograd.NewGraph(), steps: steps,
 		plan: make([]plan, len(steps)), tape: make([]int32, len(steps)+1),
 	}
-	s.tape[len(steps)] = -1
+	s.tape[len(steps)] = notRun
 	created := make(map[string]int32, len(steps))
 	resolve := func(id string) int32 {
 		if k, ok := created[id]; ok {
@@ -63,9 +77,9 @@ func NewSession(steps []Step) *Session {
 		return int32(len(steps))
 	}
 	for index, step := range steps {
-		s.tape[index] = -1
+		s.tape[index] = notRun
 		p := &s.plan[index]
-		p.value = step.Value
+		p.value, p.repeat = step.Value, int32(step.Size())
 		if step.Op == "pow" {
 			p.value = step.Exponent
 		}
@@ -114,21 +128,44 @@ func (s *Session) Output(index int) (autograd.Node, error) {
 	return s.node(s.plan[index].refs[0], s.steps[index].Output, index)
 }
 
-// Name returns the program id of n.
-func (s *Session) Name(n autograd.Node) string { return s.steps[s.creator(n.Index())].ID }
+// Name returns the program name of n: the id of the step that created it,
+// or id[k] for the k-th node of a repeated step's chain before its last.
+func (s *Session) Name(n autograd.Node) string {
+	step, position := s.creator(n.Index())
+	if step < 0 {
+		return "?"
+	}
+	return s.steps[step].ChainName(position)
+}
 
-// creator returns the step that created tape index i, filling s.step up to i
-// from s.tape: creation does not keep this inverse, since only names (errors,
-// records, gradients) need it. The program is the graph's only writer, so the
-// steps that created nodes, in step order, are tape indices 0, 1, 2...
-func (s *Session) creator(i int) int32 {
-	for len(s.step) <= i {
-		if s.tape[s.seen] >= 0 {
-			s.step = append(s.step, int32(s.seen))
+// creator returns the step that created tape index i and the node's position
+// (1-based) in that step's chain, filling s.spans up to i from s.tape:
+// creation does not keep this inverse, since only names (errors, records)
+// need it. The program is the graph's only writer, so the steps that created
+// nodes, in step order, hold consecutive tape indices 0, 1, 2... (the nodes
+// of a chain whose application failed sit between two spans: they are no
+// operand of any node, so nothing names them, and they get step -1). It stops
+// at a creation step not run yet, whose nodes are not on the tape.
+func (s *Session) creator(i int) (step int32, position int) {
+	for s.seen < len(s.steps) && (len(s.spans) == 0 || int(s.tape[s.spans[len(s.spans)-1].step]) < i) {
+		last := s.tape[s.seen]
+		if last == notRun && s.plan[s.seen].creates {
+			break
+		}
+		if last >= 0 {
+			s.spans = append(s.spans, span{last - s.plan[s.seen].repeat + 1, int32(s.seen)})
 		}
 		s.seen++
 	}
-	return s.step[i]
+	// Until the first chain, span k is node k; after it, a binary search.
+	k := i
+	if k >= len(s.spans) || int(s.spans[k].first) != i {
+		k = sort.Search(len(s.spans), func(k int) bool { return int(s.spans[k].first) > i }) - 1
+	}
+	if k < 0 || i > int(s.tape[s.spans[k].step]) {
+		return -1, 0
+	}
+	return s.spans[k].step, i - int(s.spans[k].first) + 1
 }
 
 // Len returns the number of nodes created so far.
@@ -150,6 +187,7 @@ func (s *Session) Create(index int) (autograd.Node, error) {
 		n, err = s.createLeaf(index)
 	}
 	if err != nil {
+		s.tape[index] = failed
 		return autograd.Node{}, err
 	}
 	s.tape[index] = int32(n.Index())
@@ -175,7 +213,10 @@ func (s *Session) CreateRun(index int) (int, error) {
 		}
 		if err == nil {
 			s.tape[index] = int32(n.Index())
-		} else if _, engine := err.(autograd.Error); !engine {
+			continue
+		}
+		s.tape[index] = failed
+		if _, engine := err.(autograd.Error); !engine {
 			return index, err
 		}
 	}
@@ -191,7 +232,14 @@ func (s *Session) apply(index int, p *plan) (autograd.Node, error) {
 		return autograd.Node{}, s.missing(index)
 	}
 	operands := [2]autograd.Node{s.Graph.At(int(a)), s.Graph.At(int(b))}
-	return s.Graph.Apply(p.op, operands[:p.arity], p.value)
+	n, err := s.Graph.Apply(p.op, operands[:p.arity], p.value)
+	// A repeated step: each result takes slot 0 of the next application, the
+	// other slot stays; the first application that fails fails the step.
+	for k := int32(1); k < p.repeat && err == nil; k++ {
+		operands[0] = n
+		n, err = s.Graph.Apply(p.op, operands[:p.arity], p.value)
+	}
+	return n, err
 }
 
 // createLeaf is Create for every step that is not an operation: a variable,
@@ -224,13 +272,17 @@ func (s *Session) missing(index int) error {
 	return &Error{fmt.Sprintf("step %d", index), "an operand was never created"}
 }
 
-// Gradients returns the stored gradient of every tracked node created so far,
-// in creation order.
+// Gradients returns the stored gradient of every tracked node created so far
+// under a program id, in creation order: the inner nodes of a repeated step's
+// chain are left out (rule program.repeat).
 func (s *Session) Gradients() Gradients {
 	out := Gradients{}
-	for i := 0; i < s.Graph.Len(); i++ {
-		if grad, ok := s.Graph.At(i).Grad(); ok {
-			out = append(out, Gradient{s.steps[s.creator(i)].ID, grad})
+	for index, step := range s.steps {
+		if s.tape[index] < 0 {
+			continue
+		}
+		if grad, ok := s.Graph.At(int(s.tape[index])).Grad(); ok {
+			out = append(out, Gradient{step.ID, grad})
 		}
 	}
 	return out

@@ -14,12 +14,15 @@
 //!
 //! `gradients` holds the stored gradient of every tracked node the program has
 //! created so far, in creation order; nodes are named by program id everywhere.
+//! A repeated step (rule `program.repeat`) is observed once, as the last node
+//! of its chain; its inner nodes are never in `gradients` and are named
+//! `id[k]` only where an error or a record names one.
 
 use crate::error::Error;
-use crate::program::{Creation, Program, ProgramError, Step};
+use crate::program::{Creation, Program, ProgramError, Step, chain_name};
 use crate::record::PassRecord;
 use crate::scalar::{Operation, Scalar};
-use crate::tape::{NodeId, Tape};
+use crate::tape::{NodeId, Tape, TapeData};
 use crate::wire::Json;
 
 /// What one step did on the engine.
@@ -43,9 +46,11 @@ pub enum Outcome {
 /// by position, `Program::ids`). Every run starts a new session, on a new
 /// tape. (The Go port's `program.Session` is the same thing.)
 ///
-/// Each successful creation pushes one node, so until a creation fails the
-/// creation index *is* the node id and no map is kept; the first failure
-/// starts the map (`nodes`, with `NO_NODE` where the creating step failed).
+/// Each successful creation of one node pushes one node, so until a creation
+/// fails or a repeated step pushes a chain the creation index *is* the node id
+/// and no map is kept; the first failure or chain starts the map (`nodes`, the
+/// node of each creation index, the last of a chain, `NO_NODE` where the
+/// creating step failed).
 #[derive(Debug, Default)]
 pub struct Session {
     tape: Tape,
@@ -135,6 +140,7 @@ impl Session {
                         op,
                         operands,
                         exponent,
+                        repeat,
                     } => {
                         // At most two operands: no allocation per step.
                         let first = self.lookup(program, operands[0], step_index)?;
@@ -143,14 +149,15 @@ impl Session {
                         let mut tape = self.tape.0.borrow_mut();
                         if row.arity == 2 {
                             let second = self.lookup(program, operands[1], step_index)?;
-                            tape.apply(*op, &[first, second], exponent)
+                            apply_chain(&mut tape, *op, [first, second], 2, exponent, *repeat)
                         } else {
-                            tape.apply(*op, &[first], exponent)
+                            apply_chain(&mut tape, *op, [first, first], 1, exponent, *repeat)
                         }
                     }
                 };
-                if created.is_err() && !self.mapped {
-                    // The first failure: from here on creation index and node id differ.
+                let in_place = matches!(created, Ok(id) if id.index() == self.created);
+                if !in_place && !self.mapped {
+                    // The first failure or chain: from here on creation index and node id differ.
                     self.nodes = (0..self.created as u32).collect();
                     self.mapped = true;
                 }
@@ -191,20 +198,66 @@ impl Session {
     }
 }
 
-/// The program id of every node on a program's tape, by node id.
+/// Apply `op` `repeat` times (rule `program.repeat`), each result taking slot 0
+/// of the next application, `operands[1]` (binary ops) the same each time;
+/// the last node, or the error of the first application that fails. A loop:
+/// a chain of any length costs its nodes on the tape and nothing else.
+#[inline]
+fn apply_chain(
+    tape: &mut TapeData,
+    op: crate::ops::OpKind,
+    operands: [NodeId; 2],
+    arity: usize,
+    exponent: Option<f64>,
+    repeat: u32,
+) -> Result<NodeId, Error> {
+    let mut node = tape.apply(op, &operands[..arity], exponent)?;
+    for _ in 1..repeat {
+        node = tape.apply(op, &[node, operands[1]][..arity], exponent)?;
+    }
+    Ok(node)
+}
+
+/// The program name of every node on a program's tape, by node id.
 ///
-/// Each successful creation step pushes exactly one node, so the node ids are
-/// the successful creations in order and the map is a plain vector.
+/// Each successful creation step pushes one node, or a repeated step its
+/// chain of nodes, consecutive on the tape: one `Span` per successful creation
+/// step, in node order. A name is built only when an error or a record asks
+/// for one, so a chain of a million nodes costs one span, not a million names.
 #[derive(Debug, Default)]
-pub struct Names(Vec<usize>);
+pub struct Names(Vec<Span>);
+
+/// The nodes one creation step made: `repeat` nodes from `first` on, the last
+/// of them under the id of creation index `index`.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    first: u32,
+    index: u32,
+    repeat: u32,
+}
 
 impl Names {
     fn id(&self, node: NodeId, program: &Program) -> Json {
-        // Every node an error or record names was created by this program.
+        let spans = &self.0;
+        // Until the first chain, span k is node k; after it, a binary search.
+        let span = match spans.get(node.index()) {
+            Some(span) if span.first == node.0 => Some(span),
+            _ => spans
+                .partition_point(|span| span.first <= node.0)
+                .checked_sub(1)
+                .map(|at| &spans[at]),
+        };
+        // Every node an error or record names was created by this program (the
+        // inner nodes of a chain that failed are no operand of any other node).
         Json::Str(
-            self.0
-                .get(node.index())
-                .map_or_else(|| "?".to_string(), |&index| program.ids[index].clone()),
+            span.filter(|span| node.0 - span.first < span.repeat)
+                .map_or_else(
+                    || "?".to_string(),
+                    |span| {
+                        let id = &program.ids[span.index as usize];
+                        chain_name(id, node.0 - span.first + 1, span.repeat)
+                    },
+                ),
         )
     }
 }
@@ -235,7 +288,12 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
                 if tracked_node {
                     tracked.push((index, node));
                 }
-                names.0.push(index);
+                let repeat = program.steps[step_index].size();
+                names.0.push(Span {
+                    first: node.0 + 1 - repeat,
+                    index: index as u32,
+                    repeat,
+                });
                 observation
             }
             Outcome::CreationFailed(error) => {
@@ -479,6 +537,107 @@ mod tests {
             out.ends_with(
                 r#"{"error":{"kind":"non-finite-contribution","consumer":"z","slot":0,"operand":"c","upstream":10000000000.0,"local_derivative":1e+300},"gradients":{"x":0.0,"z":0.0}}]"#
             ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_repeated_step_observes_what_its_steps_written_out_observe_minus_inner_ids() {
+        let leaves =
+            r#"{"id":"x","op":"variable","value":0.5},{"id":"c","op":"constant","value":0.25}"#;
+        let repeated = run(&format!(
+            r#"[{leaves},{{"id":"y","op":"add","operands":["x","c"],"repeat":3}},
+            {{"op":"backward","output":"y"}},{{"op":"zero_grad","output":"y"}}]"#
+        ))
+        .unwrap();
+        let written_out = run(&format!(
+            r#"[{leaves},{{"id":"y[1]","op":"add","operands":["x","c"]}},
+            {{"id":"y[2]","op":"add","operands":["y[1]","c"]}},{{"id":"y","op":"add","operands":["y[2]","c"]}},
+            {{"op":"backward","output":"y"}},{{"op":"zero_grad","output":"y"}}]"#
+        ))
+        .unwrap();
+        let repeated = parse(&repeated).unwrap();
+        let written_out = parse(&written_out).unwrap();
+        // One observation for the step: the last node's.
+        assert_eq!(repeated.as_array().unwrap().len(), 5);
+        assert_eq!(repeated[2], written_out[4]);
+        assert_eq!(repeated[2]["value"].to_string(), "1.25");
+        // The same pass, its inner nodes named y[k]; gradients of the program's own ids only.
+        assert_eq!(repeated[3]["pass"], written_out[5]["pass"]);
+        let gradients = |text: &str| parse(text).unwrap();
+        assert_eq!(repeated[3]["gradients"], gradients(r#"{"x":1.0,"y":1.0}"#));
+        assert_eq!(
+            written_out[5]["gradients"],
+            gradients(r#"{"x":1.0,"y[1]":1.0,"y[2]":1.0,"y":1.0}"#)
+        );
+        assert_eq!(repeated[4]["gradients"], gradients(r#"{"x":0.0,"y":0.0}"#));
+    }
+
+    #[test]
+    fn an_error_names_an_inner_node_of_the_chain_by_its_index() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":1e-300},{"id":"c","op":"constant","value":1e150},
+            {"id":"y","op":"mul","operands":["x","c"],"repeat":3},{"op":"backward","output":"y","seed":1e300}]"#,
+        )
+        .unwrap();
+        let observations = parse(&out).unwrap();
+        let error = &observations[3]["error"];
+        assert_eq!(error["kind"], "non-finite-contribution", "{out}");
+        assert_eq!(
+            (&error["consumer"], &error["slot"], &error["operand"]),
+            (&"y".into(), &0.into(), &"y[2]".into()),
+            "{out}"
+        );
+        // With no record too: naming does not depend on the record.
+        let program = parse_program(&parse(r#"[{"id":"x","op":"variable","value":1e-300},{"id":"c","op":"constant","value":1e150},
+            {"id":"y","op":"mul","operands":["x","c"],"repeat":3},{"op":"backward","output":"y","seed":1e300}]"#).unwrap(), "test").unwrap();
+        let fast = Json::Array(run_program(&program, false).unwrap()).to_string();
+        assert!(
+            fast.contains(r#""consumer":"y","slot":0,"operand":"y[2]""#),
+            "{fast}"
+        );
+    }
+
+    #[test]
+    fn a_failed_application_fails_the_step_and_creates_no_id() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":1},{"id":"e","op":"exp","operands":["x"],"repeat":5}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.ends_with(
+                r#"{"error":{"kind":"non-finite-result","operation":"exp","value":"inf"}}]"#
+            ),
+            "{out}"
+        );
+        let error = run(
+            r#"[{"id":"x","op":"variable","value":1},{"id":"e","op":"exp","operands":["x"],"repeat":5},
+            {"id":"y","op":"neg","operands":["e"]}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.0,
+            "step 2: id \"e\" was never created (its creating step failed)"
+        );
+    }
+
+    #[test]
+    fn nodes_after_a_chain_keep_their_ids() {
+        let out = run(
+            r#"[{"id":"x","op":"variable","value":2},{"id":"y","op":"neg","operands":["x"],"repeat":4},
+            {"id":"z","op":"mul","operands":["y","x"]},{"op":"backward","output":"z"}]"#,
+        )
+        .unwrap();
+        assert!(
+            out.starts_with(r#"[{"value":2.0,"tracked":true},{"value":2.0,"tracked":true},{"value":4.0,"tracked":true},{"gradients":{"x":4.0,"y":2.0,"z":1.0},"#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"consumer":"z","slot":0,"operand":"y","#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"{"consumer":"y","slot":0,"operand":"y[3]","#),
             "{out}"
         );
     }

@@ -80,7 +80,15 @@ type request struct {
 	Type    string          `json:"type"`
 	Case    string          `json:"case"`
 	Program json.RawMessage `json:"program"`
+	// Records is false when the harness reads no pass record for the case
+	// (docs/protocol.md "records"); absent means true.
+	Records *bool `json:"records"`
 }
+
+// features are the optional features the adapter declares: backward takes
+// any seed, and a step may be repeated (a loop in program.Session; such
+// programs come with "records": false, which the adapter honours).
+var features = []string{"seed", "repeat"}
 
 func main() {
 	os.Exit(serve(os.Stdin, os.Stdout, os.Stderr))
@@ -136,7 +144,7 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 			Engine:   engine{Name: "go-autograd", Version: "0.1.0", Language: "go"},
 			Ops:      declaredOps(),
 			Levels:   levels,
-			Features: []string{"seed"},
+			Features: features,
 		})
 	case "run":
 		observations, err := runCase(req, log)
@@ -177,5 +185,7 @@ func runCase(req request, log io.Writer) (observations []program.Observation, er
 	if err != nil {
 		return nil, err
 	}
-	return program.Run(steps, recordPass)
+	// A million-node chain's record would not fit in a reply: build none
+	// when the harness reads none.
+	return program.Run(steps, recordPass && (req.Records == nil || *req.Records))
 }

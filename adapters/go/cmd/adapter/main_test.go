@@ -18,6 +18,12 @@ func TestServeAnswersEachRequestOnOneLine(t *testing.T) {
 			`{"type":"result","case":"c","observations":[{"value":3.0,"tracked":true},{"value":9.0,"tracked":true},{"gradients":{"x":6.0,"y":1.0},"pass":`},
 		{"protocol 2 edges", `{"type":"run","case":"e","program":[{"id":"x","op":"variable","value":3.0},{"id":"y","op":"mul","operands":["x","x"]},{"op":"backward","output":"y"}]}`,
 			`"edges":[{"consumer":"y","slot":0,"operand":"x","local_derivative":3.0,"upstream":1.0,"contribution":3.0,"operand_tracked":true,"before":0.0,"after":3.0},`},
+		{"features", `{"type":"hello","protocol":2}`, `"features":["seed","repeat"]}`},
+		// records:false leaves out the pass (the whole reply is this line), and a repeated step is observed once.
+		{"records false", `{"type":"run","case":"r","records":false,"program":[{"id":"x","op":"variable","value":2},{"id":"y","op":"neg","operands":["x"],"repeat":3},{"op":"backward","output":"y"}]}`,
+			`{"type":"result","case":"r","observations":[{"value":2.0,"tracked":true},{"value":-2.0,"tracked":true},{"gradients":{"x":-1.0,"y":1.0}}]}`},
+		{"records true", `{"type":"run","case":"t","records":true,"program":[{"id":"x","op":"variable","value":2},{"id":"y","op":"neg","operands":["x"],"repeat":3},{"op":"backward","output":"y"}]}`,
+			`{"gradients":{"x":-1.0,"y":1.0},"pass":{"seed":1.0,"nodes":[{"node":"x",`},
 		{"negative zero", `{"type":"run","case":"z","program":[{"id":"x","op":"constant","value":-0}]}`,
 			`{"type":"result","case":"z","observations":[{"value":-0.0,"tracked":false}]}`},
 		{"broken program", `{"type":"run","case":"b","program":[{"id":"y","op":"neg","operands":["x"]}]}`, `{"type":"error","case":"b","message":`},

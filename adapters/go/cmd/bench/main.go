@@ -87,12 +87,12 @@ func main() {
 // run executes steps on s (a session made for them) and times creation and
 // gradient steps separately. Consecutive creation steps run as one
 // Session.CreateRun and are timed together, so the clock is read only where
-// the kind of step changes. The tape's room for every node is reserved on the
-// clock, as forward work.
+// the kind of step changes. The tape's room for every node (a repeated step's
+// n nodes included) is reserved on the clock, as forward work.
 func run(s *program.Session, steps []program.Step) (report, error) {
 	var forward, backward time.Duration
 	start := time.Now()
-	s.Graph.Grow(len(steps))
+	s.Graph.Grow(program.Size(steps))
 	for index := 0; index < len(steps); index++ {
 		if s.Creates(index) {
 			// An engine error is part of the program; anything else ends it.

@@ -65,7 +65,7 @@ fn hello() -> Json {
         ),
         ("ops", strings(&declared_ops())),
         ("levels", strings(&LEVELS)),
-        ("features", strings(&["seed"])),
+        ("features", strings(&["seed", "repeat"])),
     ])
 }
 
@@ -95,7 +95,10 @@ fn run(request: &serde_json::Map<String, Value>) -> Json {
         Ok(program) => program,
         Err(error) => return error_reply(Json::Raw(case), error.to_string()),
     };
-    match panic::catch_unwind(AssertUnwindSafe(|| run_program(&program, records_passes()))) {
+    // `"records": false`: the harness reads no pass record, so build none
+    // (a chain of a million nodes would make a record too big for a reply).
+    let records = records_passes() && request.get("records") != Some(&Value::Bool(false));
+    match panic::catch_unwind(AssertUnwindSafe(|| run_program(&program, records))) {
         Ok(Ok(observations)) => {
             let result = Json::object([
                 ("type", Json::Str("result".into())),
@@ -233,6 +236,32 @@ mod tests {
             assert_eq!(hello["type"], "hello", "{request}");
             assert_eq!(hello["protocol"], 2, "{request}");
         }
+    }
+
+    #[test]
+    fn hello_declares_the_seed_and_repeat_features() {
+        let hello = reply(r#"{"type": "hello", "protocol": 2}"#);
+        assert_eq!(hello["features"], serde_json::json!(["seed", "repeat"]));
+    }
+
+    #[test]
+    fn a_run_with_records_false_observes_backward_without_its_pass() {
+        let program = r#""program": [{"id": "x", "op": "variable", "value": 2},
+            {"id": "y", "op": "neg", "operands": ["x"], "repeat": 3}, {"op": "backward", "output": "y"}]"#;
+        let without = reply(&format!(
+            r#"{{"type": "run", "case": "c", "records": false, {program}}}"#
+        ));
+        assert_eq!(
+            without["observations"][2],
+            serde_json::json!({"gradients": {"x": -1.0, "y": 1.0}})
+        );
+        // Absent means true: the record is there, its inner nodes named y[k].
+        let with = reply(&format!(r#"{{"type": "run", "case": "c", {program}}}"#));
+        let nodes = with["observations"][2]["pass"]["nodes"]
+            .as_array()
+            .expect("a pass record");
+        let names: Vec<&str> = nodes.iter().filter_map(|n| n["node"].as_str()).collect();
+        assert_eq!(names, ["x", "y[1]", "y[2]", "y"]);
     }
 
     #[test]

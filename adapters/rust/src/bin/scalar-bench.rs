@@ -23,7 +23,9 @@ use scalar_autodiff::wire::{Json, parse};
 /// Run the program, timing runs of consecutive steps of one class together so
 /// that reading the clock stays small next to the work.
 fn time(program: &Program) -> Result<(usize, Duration, Duration, Session, Vec<Outcome>), String> {
-    let mut session = Session::with_capacity(program.steps.len());
+    // A repeated step pushes one node per application.
+    let size: usize = program.steps.iter().map(|step| step.size() as usize).sum();
+    let mut session = Session::with_capacity(size);
     let mut records = Vec::new();
     let (mut forward, mut backward) = (Duration::ZERO, Duration::ZERO);
     let mut nodes = 0;
@@ -43,7 +45,7 @@ fn time(program: &Program) -> Result<(usize, Duration, Duration, Session, Vec<Ou
                 .map_err(|error| error.to_string())?
             {
                 // The session keeps every created node alive.
-                Outcome::Created(_) => nodes += 1,
+                Outcome::Created(_) => nodes += program.steps[step].size() as usize,
                 outcome => records.push(outcome),
             }
         }

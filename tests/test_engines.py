@@ -133,7 +133,7 @@ def test_a_malformed_engines_json_is_named_with_its_file(tmp_path):
 
 
 def test_micrograd_rust_crashes_with_sigsegv_on_a_chain_200000_deep():
-    # Beyond the corpus (its deepest chain, 10,000, passes): recorded in its expected-failures file's header.
+    # The reason of its expected failure on structure/deep-chain-1000000 (the 10,000-deep chain passes).
     pytest.importorskip("micrograd_rust")
     program = (
         "from micrograd_rust import Value\n"

@@ -63,7 +63,7 @@ def _apply(step: Step, operands: list[Any]) -> Any:
     return OPS[step.op](*operands)
 
 
-def run(program: Program) -> list[dict[str, Any]]:
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program with autograd and observe every step."""
     steps: dict[str, Step] = {}
     values: dict[str, float] = {}

@@ -10,11 +10,14 @@ its behaviour is corrected; its real divergences are listed in ``expected-failur
 What it has no notion of is supplied as a user would: *tracked* follows the contract's
 rule (it gives every Value a gradient), and ``zero_grad(output)`` sets ``.grad = 0`` on
 every node the program built that the output reaches (its ``Value`` exposes no operands,
-so the walk follows the program's own operand lists).
+so the walk follows the program's own operand lists). A repeated step (feature
+``repeat``) is a loop of its operator, as a user would write the chain: that is how the
+million-node chain reaches micrograd-rust's recursive backward.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from importlib.metadata import version
 from typing import Any
@@ -28,7 +31,7 @@ HELLO = {
     "engine": {"name": "micrograd-rust", "version": version("micrograd-rust"), "language": "rust"},
     "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "tanh"],
     "levels": ["values", "gradients"],
-    "features": [],
+    "features": ["repeat"],
 }
 
 OPS = {
@@ -42,9 +45,10 @@ OPS = {
 }
 
 
-def run(program: Program) -> list[dict[str, Any]]:
-    """Run one program on micrograd-rust and observe every step."""
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
+    """Run one program on micrograd-rust and observe every step; ``records`` changes nothing (no pass record)."""
     values: dict[str, Any] = {}
+    inner: dict[str, list[Any]] = {}  # a repeated step's nodes before its last, for zero_grad
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
     observations: list[dict[str, Any]] = []
@@ -57,11 +61,15 @@ def run(program: Program) -> list[dict[str, Any]]:
             if step.op in ("variable", "constant"):
                 node = Value(step.value)
                 tracked[step.id] = step.op == "variable"
-            elif step.op == "pow":
-                node = values[step.operands[0]] ** step.exponent
-                tracked[step.id] = tracked[step.operands[0]]
             else:
-                node = OPS[step.op](*(values[name] for name in step.operands))
+                apply = functools.partial(_power, exponent=step.exponent) if step.op == "pow" else OPS[step.op]
+                first, *rest = (values[name] for name in step.operands)
+                chain = []
+                for _ in range(step.repeat or 1):
+                    node = apply(first, *rest)
+                    chain.append(node)
+                    first = node
+                inner[step.id] = chain[:-1]
                 tracked[step.id] = any(tracked[name] for name in step.operands)
             values[step.id] = node
             operands[step.id] = step.operands
@@ -72,8 +80,14 @@ def run(program: Program) -> list[dict[str, Any]]:
         else:
             for name in _reachable(step.output, operands):  # type: ignore[arg-type]
                 values[name].grad = 0.0
+                for node in inner.get(name, ()):
+                    node.grad = 0.0
             observations.append({"gradients": gradients()})
     return observations
+
+
+def _power(a: Any, exponent: float) -> Any:
+    return a**exponent
 
 
 def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:

@@ -78,7 +78,7 @@ def _leaf(value: float) -> Tensor:
     return Tensor([value], dtype=dtypes.float64).realize()
 
 
-def run(program: Program) -> list[dict[str, Any]]:
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}

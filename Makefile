@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint test-python test-rust test-go bench clean
+.PHONY: run test setup lint test-python test-rust test-go bench clean engines
 
 run: setup
 	$(BIN)/conformance run
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/torch adapters/broken
+PY_SOURCES := reference conformance tests bench adapters/python adapters/micrograd adapters/micrograd_rust adapters/autograd adapters/tinygrad adapters/torch adapters/broken tools
 
 # Each suite prints a heading when it starts and its duration when it passes, so a long
 # `make test` shows where it is; a failing suite stops the run with its own output.
@@ -63,5 +63,29 @@ bench: setup
 	$(BIN)/python bench/diagnosis_time.py
 	$(BIN)/python bench/bounds_check.py --examples 10000
 
+# The matrix of real engines (docs/engines.md): the optional engines go into a venv of their own,
+# every registered adapter runs, and docs/engines.json and docs/engines.md are rewritten. tinygrad
+# needs clang (`apt-get install clang`); without it, its row keeps the date of its last run.
+# TORCH=1 adds PyTorch from the CPU-only wheel index; the default PyPI wheel pulls about 5 GB of CUDA.
+ENGINES_VENV := .venv-engines
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+TORCH ?= 0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+
+engines: $(ENGINES_STAMP)
+	@if [ "$(TORCH)" = 1 ] && ! $(ENGINES_VENV)/bin/python -c 'import torch' 2>/dev/null; then \
+	  echo "== installing torch from the CPU-only index $(TORCH_INDEX)"; \
+	  $(ENGINES_VENV)/bin/python -m pip install --quiet --index-url $(TORCH_INDEX) torch \
+	  || { echo "make engines: torch could not be installed from $(TORCH_INDEX) (the default wheel is not used: it pulls CUDA)"; exit 2; }; fi
+	@command -v clang >/dev/null || echo "== clang is not on PATH: tinygrad is reported unavailable (apt-get install clang)"
+	$(ENGINES_VENV)/bin/python tools/engines.py run
+
+$(ENGINES_STAMP): pyproject.toml
+	@echo "== setting up $(ENGINES_VENV): the kit and the optional engines from PyPI (once; about a minute)"
+	$(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ENGINES_VENV)/bin/python -m pip install --quiet -e '.[engines]'
+	touch $(ENGINES_STAMP)
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(ENGINES_VENV)

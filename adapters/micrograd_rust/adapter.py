@@ -1,0 +1,104 @@
+"""micrograd-rust 0.1.0 (from PyPI, a Rust engine behind PyO3) behind the adapter protocol, driven faithfully.
+
+micrograd-rust presents itself as a drop-in replacement for Karpathy's micrograd, and
+the adapter drives it exactly like ``adapters/micrograd``: leaves are ``Value(v)``, ops
+are its operators (``a + b``, ``a - b``, ``a * b``, ``a / b``, ``-a``, ``a ** c``,
+``a.exp()``, ``a.tanh()``) and backward is ``Value.backward()``, which takes no seed.
+Its ``Value`` has no ``relu`` and no ``log``, so those ops are not declared. Nothing in
+its behaviour is corrected; its real divergences are listed in ``expected-failures.toml``.
+
+What it has no notion of is supplied as a user would: *tracked* follows the contract's
+rule (it gives every Value a gradient), and ``zero_grad(output)`` sets ``.grad = 0`` on
+every node the program built that the output reaches (its ``Value`` exposes no operands,
+so the walk follows the program's own operand lists). A repeated step (feature
+``repeat``) is a loop of its operator, as a user would write the chain: that is how the
+million-node chain reaches micrograd-rust's recursive backward.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from importlib.metadata import version
+from typing import Any
+
+from micrograd_rust import Value
+
+from conformance.program import Program
+from conformance.serve import serve
+
+HELLO = {
+    "engine": {"name": "micrograd-rust", "version": version("micrograd-rust"), "language": "rust"},
+    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "tanh"],
+    "levels": ["values", "gradients"],
+    "features": ["repeat"],
+}
+
+OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "neg": lambda a: -a,
+    "exp": lambda a: a.exp(),
+    "tanh": lambda a: a.tanh(),
+}
+
+
+def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
+    """Run one program on micrograd-rust and observe every step; ``records`` changes nothing (no pass record)."""
+    values: dict[str, Any] = {}
+    inner: dict[str, list[Any]] = {}  # a repeated step's nodes before its last, for zero_grad
+    operands: dict[str, tuple[str, ...]] = {}
+    tracked: dict[str, bool] = {}
+    observations: list[dict[str, Any]] = []
+
+    def gradients() -> dict[str, Any]:
+        return {name: value.grad for name, value in values.items() if tracked[name]}
+
+    for step in program:
+        if step.id is not None:
+            if step.op in ("variable", "constant"):
+                node = Value(step.value)
+                tracked[step.id] = step.op == "variable"
+            else:
+                apply = functools.partial(_power, exponent=step.exponent) if step.op == "pow" else OPS[step.op]
+                first, *rest = (values[name] for name in step.operands)
+                chain = []
+                for _ in range(step.repeat or 1):
+                    node = apply(first, *rest)
+                    chain.append(node)
+                    first = node
+                inner[step.id] = chain[:-1]
+                tracked[step.id] = any(tracked[name] for name in step.operands)
+            values[step.id] = node
+            operands[step.id] = step.operands
+            observations.append({"value": node.data, "tracked": tracked[step.id]})
+        elif step.op == "backward":
+            values[step.output].backward()  # type: ignore[index]
+            observations.append({"gradients": gradients()})
+        else:
+            for name in _reachable(step.output, operands):  # type: ignore[arg-type]
+                values[name].grad = 0.0
+                for node in inner.get(name, ()):
+                    node.grad = 0.0
+            observations.append({"gradients": gradients()})
+    return observations
+
+
+def _power(a: Any, exponent: float) -> Any:
+    return a**exponent
+
+
+def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
+    seen, stack = {output}, [output]
+    while stack:
+        for name in operands[stack.pop()]:
+            if name not in seen:
+                seen.add(name)
+                stack.append(name)
+    return seen
+
+
+if __name__ == "__main__":
+    sys.exit(serve(HELLO, run))

@@ -48,10 +48,15 @@ def run(args: argparse.Namespace) -> int:
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `conformance list`)"
         raise UsageError(f"no case {args.case!r}{hint}")
     if args.html:
+        from ..html import check_target
         from ..html.walk import write_walk
         from ..report import versions_line
 
-        write_walk(fixture, args.html, versions_line())
+        check_target(args.html, "--html")
+        try:
+            write_walk(fixture, args.html, versions_line())
+        except OSError as error:
+            raise UsageError(f"cannot write {args.html}: {error.strerror or error}") from None
     print(f"{fixture.id}: {fixture.description}")
     print(f"ops: {', '.join(fixture.ops) or '-'}; levels: {', '.join(fixture.levels)}; comparison: {fixture.comparison.mode}")
     print()

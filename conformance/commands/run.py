@@ -26,7 +26,7 @@ from typing import Optional
 from ..errors import UsageError
 from ..expected import Expected, write_expected
 from ..fixture import FIXTURES_DIR, Fixture, load_corpus_reporting
-from ..html import write_report
+from ..html import check_target, write_report
 from ..launch import choose_adapters, open_adapter
 from ..mutants import bug_named
 from ..protocol import Profile
@@ -147,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     adapters = choose_adapters(
         command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
     )
+    if args.html:
+        check_target(args.html, "--html")
     corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
     fixtures = select(corpus, args.case, shard)
     if not fixtures and not fixture_bugs and not args.allow_empty:

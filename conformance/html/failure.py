@@ -94,15 +94,13 @@ def _program(fixture: Fixture, step: int) -> str:
     shown = range(len(fixture.program))
     if len(fixture.program) > 60:  # the LLM cases and the deep chain: the steps around the difference
         shown = range(max(0, step - 20), min(len(fixture.program), step + 10))
-    if shown.start > 0:
-        items.append(f"<li class='gap'>... {shown.start} earlier steps</li>")
+    before = f"<p class='gap'>... {shown.start} earlier steps</p>" if shown.start > 0 else ""
     for index in shown:
         mark = " class='here'" if index == step else ""
         items.append(f"<li{mark}><code>{e(fixture.program[index].describe())}</code></li>")
-    if shown.stop < len(fixture.program):
-        items.append(f"<li class='gap'>... {len(fixture.program) - shown.stop} later steps</li>")
+    after = f"<p class='gap'>... {len(fixture.program) - shown.stop} later steps</p>" if shown.stop < len(fixture.program) else ""
     head = f"<h4>Program ({len(fixture.program)} steps)</h4>"
-    return f"<div class='program'>{head}<ol start='{shown.start}'>{''.join(items)}</ol></div>"
+    return f"<div class='program'>{head}{before}<ol start='{shown.start}'>{''.join(items)}</ol>{after}</div>"
 
 
 def _relevant(key: str, focus: Optional[Focus]) -> bool:
@@ -119,7 +117,10 @@ def _side_by_side(difference: Difference, fixture: Fixture, actual: list[Observa
     index = difference.step
     want = fixture.expected[index].floats() if index < len(fixture.expected) else {}
     got = actual[index].floats() if index < len(actual) else {}
-    keys = [k for k in dict.fromkeys([*want, *got]) if _relevant(k, focus)][:MAX_FIELDS]
+    # A pass record the case does not compare (no trace level) is not shown beside nothing.
+    has_pass = index < len(fixture.expected) and fixture.expected[index].pass_ is not None
+    keys = [k for k in dict.fromkeys([*want, *got]) if _relevant(k, focus) and (has_pass or not k.startswith("pass."))]
+    keys = keys[:MAX_FIELDS]
     path = re.sub(r"^observations\[\d+\]\.?", "", difference.path) or "(the step)"
     ulps = f"{difference.ulps:.3g}" if difference.ulps is not None else ""
     rows = [

@@ -34,11 +34,11 @@ td.zero { color: #afb8c1; font-weight: 400; }
 section.result { border: 1px solid #d0d7de; border-left-width: 5px; border-radius: 6px; padding: 10px 14px; margin: 14px 0; }
 .columns { display: flex; gap: 16px; align-items: flex-start; }
 .program { flex: 0 0 300px; max-height: 520px; overflow: auto; font-size: 12px; }
-.program ol { padding-left: 34px; margin: 0; } .program li.here { background: #ffebe9; font-weight: 600; }
-.program li.gap { list-style: none; color: #57606a; }
+.program ol { padding-left: 48px; margin: 0; } .program li.here { background: #ffebe9; font-weight: 600; }
+.gap { color: #57606a; margin: 2px 0; }
 figure.graph-box { flex: 1 1 auto; margin: 0; overflow: auto; max-height: 560px; border: 1px solid #eaeef2; padding: 6px; }
 figcaption { color: #57606a; font-size: 12px; margin-bottom: 4px; }
-svg.graph { max-width: 100%; height: auto; }
+svg.graph { display: block; }
 table.sides td:nth-child(2), table.sides td:nth-child(3) { font-family: ui-monospace, monospace; font-size: 12px; }
 tr.first td, tr.differs td { background: #ffebe9; } tr.focus td { background: #ffebe9; outline: 2px solid #cf222e; }
 pre { background: #f6f8fa; padding: 8px; overflow: auto; font-size: 12px; white-space: pre-wrap; }

@@ -28,7 +28,7 @@ def walk_html(fixture: Fixture, versions: str) -> str:
     e = html.escape
     program = list(enumerate(fixture.program))
     if len(program) > 2 * HALF:  # the LLM cases, the deep chain: the start and the end
-        skipped = f"<li class='gap'>... {len(program) - 2 * HALF} steps not shown</li>"
+        skipped = f"<p class='gap'>... {len(program) - 2 * HALF} steps not shown</p>"
         steps = _items(program[:HALF]) + f"</ol>{skipped}<ol start='{len(program) - HALF}'>" + _items(program[-HALF:])
     else:
         steps = _items(program)

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint test-python test-rust test-go bench clean
+.PHONY: run test setup lint test-python test-rust test-go bench bench-html report-screenshot clean
 
 run: setup
 	$(BIN)/conformance run
@@ -62,6 +62,14 @@ bench: setup
 	$(BIN)/python bench/mutation_score.py
 	$(BIN)/python bench/diagnosis_time.py
 	$(BIN)/python bench/bounds_check.py --examples 10000
+
+# The HTML report (README.md, "The HTML report"): its size and open time in headless Chromium, and the
+# README's screenshot of a real report. Both need Debian's chromium and graphviz (.ci/run installs them as root).
+bench-html: setup
+	$(BIN)/python bench/html_report.py
+
+report-screenshot: setup
+	$(BIN)/python bench/report_screenshot.py
 
 clean:
 	rm -rf $(VENV)

@@ -277,7 +277,8 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         results = [r for r in results if r.level in state.levels]
     down = engine.session.down
     hello = engine.session.hello
-    data = {"adapter": adapter.name, "results": [_result_data(r) for r in results], "down": down.describe() if down else None}
+    gathered = [_result_data(r, state.html_path is not None) for r in results]
+    data = {"adapter": adapter.name, "results": gathered, "down": down.describe() if down else None}
     if hello is not None:
         data["hello"] = {
             "name": hello.name,
@@ -310,10 +311,14 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
                 pytest.fail(result.message, pytrace=False)
 
 
-def _result_data(result: Result) -> dict[str, Any]:
-    """A result as the controlling process receives it: the JSON report's entry, and a wrong answer's observations."""
+def _result_data(result: Result, observations: bool) -> dict[str, Any]:
+    """A result as the controlling process receives it: the JSON report's entry, and a wrong answer's observations.
+
+    The observations (an LLM case's are megabytes) travel only when an HTML report was asked for:
+    user properties also end up in a JUnit XML file.
+    """
     data = result.to_json()
-    if result.observations is not None:
+    if observations and result.observations is not None:
         data["observations"] = [observation.to_json() for observation in result.observations]
         data["stderr"] = result.stderr
     return data

@@ -17,6 +17,7 @@ from ..files import write_atomic
 from ..plot import moving_average, nice_ticks
 from .style import COLOURS, CSS
 
+#: The chart's size and its margins (left for the loss labels, bottom for the step labels), in pixels.
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 820, 420, 60, 40, 16, 16
 
 

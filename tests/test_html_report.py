@@ -10,6 +10,7 @@ missing, the walk-through of `explain --html`, the pytest plugin's report, a bad
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -19,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fixture import load_corpus
+from conformance.fixture import Fixture, load_corpus
 from conformance.html import write_report
-from conformance.runner import run_adapter
+from conformance.runner import AdapterRun, run_adapter
 from conformance.transport import SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,13 +113,28 @@ def test_adapter_stderr_is_shown_as_text_never_as_markup(report):
     assert "<script>window.pwned" not in text and "<img src=x" not in text
 
 
-def test_without_dot_the_graph_is_a_table_with_the_marked_row_and_the_reason(tmp_path, monkeypatch):
+def _assign_run() -> tuple[AdapterRun, list[Fixture]]:
+    """The broken engine assign on seed/reused-square, run in this process."""
     fixtures = [f for f in load_corpus() if f.id == "seed/reused-square"]
     transport = SubprocessTransport([sys.executable, str(BROKEN), "assign"], timeout=60)
     try:
-        run = run_adapter("assign", transport, fixtures, [])
+        return run_adapter("assign", transport, fixtures, []), fixtures
     finally:
         transport.close()
+
+
+def test_an_engine_name_and_version_with_markup_are_shown_as_text(tmp_path):
+    run, fixtures = _assign_run()
+    assert run.handshake is not None
+    run.handshake = dataclasses.replace(run.handshake, name="<script>window.pwned = 3</script>", version="1'><b>2")
+    write_report([run], fixtures, tmp_path / "r.html")
+    text = (tmp_path / "r.html").read_text()
+    assert "&lt;script&gt;window.pwned = 3&lt;/script&gt;" in text and "1&#x27;&gt;&lt;b&gt;2" in text
+    assert "<script>window.pwned" not in text and "<b>2" not in text
+
+
+def test_without_dot_the_graph_is_a_table_with_the_marked_row_and_the_reason(tmp_path, monkeypatch):
+    run, fixtures = _assign_run()
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot here
     write_report([run], fixtures, tmp_path / "r.html")
     sections = _sections((tmp_path / "r.html").read_text())

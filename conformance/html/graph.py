@@ -86,7 +86,7 @@ class Graph:
 
     @property
     def cut(self) -> bool:
-        """True when only a neighbourhood of the focus is shown."""
+        """True when only part of the graph is shown (a neighbourhood of the focus, or a repeated step as one node)."""
         return len(self.nodes) < self.total_nodes
 
 
@@ -155,7 +155,9 @@ def build_graph(fixture: Fixture, step: int, actual: Optional[list[Observation]]
         if created.id is None:
             continue
         want = expected[index]
-        node = GraphNode(created.id, created.op, want.value, tracked=bool(want.tracked))
+        # A repeated step (feature repeat) is drawn as one node: its inner nodes id[k] are one chain.
+        operation = created.op if created.repeat is None else f"{created.op} repeated {created.repeat} times"
+        node = GraphNode(created.id, operation, want.value, tracked=bool(want.tracked))
         if want.error is not None:
             node.failed = want.error.kind
         got = actual[index] if index < len(actual) else None
@@ -182,7 +184,10 @@ def build_graph(fixture: Fixture, step: int, actual: Optional[list[Observation]]
                 if actual and not _same(gradient, theirs):
                     nodes[name].actual["stored_gradient"] = theirs
     focus = _placed(focus, nodes, edges, fixture, step)
-    total_nodes, total_edges = len(nodes), len(edges)
+    # The full size counts every node and edge a repeated step's chain makes, though the chain is drawn as one node.
+    repeats = {s.id: s.repeat for s in fixture.program[: step + 1] if s.id is not None and s.repeat is not None}
+    total_nodes = len(nodes) + sum(n - 1 for n in repeats.values())
+    total_edges = len(edges) + sum((n - 1) * len(s.operands) for s in fixture.program[: step + 1] if (n := s.repeat))
     shown = _neighbourhood(nodes, edges, focus)
     kept = [edge for edge in edges if edge.consumer in shown and edge.operand in shown]
     return Graph(step, [nodes[n] for n in nodes if n in shown], kept, focus, total_nodes, total_edges, where)
@@ -196,6 +201,8 @@ def _placed(
         return focus
     if focus is not None and focus.node in nodes:
         return Focus(focus.node)
+    if focus is not None and focus.node.split("[")[0] in nodes:  # an inner node id[k] of a repeated step
+        return Focus(focus.node.split("[")[0])
     own = fixture.program[step]
     name = own.id or own.output or ""
     if name in nodes:

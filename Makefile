@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint test-python test-rust test-go bench clean engines
+.PHONY: run test setup lint test-python test-rust test-go bench bench-html report-screenshot clean engines
 
 run: setup
 	$(BIN)/conformance run
@@ -86,6 +86,14 @@ $(ENGINES_STAMP): pyproject.toml
 	$(ENGINES_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(ENGINES_VENV)/bin/python -m pip install --quiet -e '.[engines]'
 	touch $(ENGINES_STAMP)
+
+# The HTML report (README.md, "The HTML report"): its size and open time in headless Chromium, and the
+# README's screenshot of a real report. Both need Debian's chromium and graphviz (.ci/run installs them as root).
+bench-html: setup
+	$(BIN)/python bench/html_report.py
+
+report-screenshot: setup
+	$(BIN)/python bench/report_screenshot.py
 
 clean:
 	rm -rf $(VENV) $(ENGINES_VENV)

@@ -52,7 +52,7 @@ class Difference:
 
     def describe(self) -> str:
         """One line: step, path, expected, actual, ulp distance and, under a bound, how far over it."""
-        text = f"step {self.step}: {self.path}: expected {_show(self.expected)}, got {_show(self.actual)}"
+        text = f"step {self.step}: {self.path}: expected {show(self.expected)}, got {show(self.actual)}"
         if self.ulps is not None and math.isfinite(self.ulps):
             parts = [f"{self.ulps:.0f} ulp apart" if self.ulps < 1e6 else f"{self.ulps:.1e} ulp apart"]
             e, a = as_float(self.expected), as_float(self.actual)
@@ -66,7 +66,8 @@ class Difference:
         return text
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
+    """A difference's expected or actual value as the reports write it: JSON, or ``nothing`` where there is none."""
     if value is _MISSING:
         return "nothing"
     if isinstance(value, msgspec.Struct):

@@ -14,7 +14,8 @@ unresponsive adapter is given up on after a few timeouts and its remaining
 tests fail at once with one diagnosis. The terminal summary shows the counts
 per adapter and level and, as the CLI does, a warning line per adapter whose
 expected-failures file still has unreviewed drafts; ``--conformance-json``
-writes the CLI's JSON report.
+writes the CLI's JSON report and ``--conformance-html`` its HTML report (a wrong
+answer's observations travel from the xdist workers with its result).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import pytest
 from .expected import ExpectedError, load_expected
 from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
 from .launch import OpenedAdapter, open_adapter
-from .protocol import LEVELS
+from .program import Program
+from .protocol import LEVELS, Observation, observations_from_data
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
 from .runner import AdapterRun, AdapterSession, Outcome, Result, select
 from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
@@ -85,6 +87,13 @@ OPTIONS = (
     ),
     Option("--conformance-json", "conformance_json", "write the JSON report of the run to this file", "string", "FILE"),
     Option(
+        "--conformance-html",
+        "conformance_html",
+        "write the HTML report of the run (matrix, graph of every failure) to this file",
+        "string",
+        "FILE",
+    ),
+    Option(
         "--conformance-allow-empty",
         "conformance_allow_empty",
         "an empty selection of cases is not an error (true/false)",
@@ -118,6 +127,7 @@ class _State:
     timeout: Optional[float]
     handshake_timeout: Optional[float]
     json_path: Optional[Path]
+    html_path: Optional[Path] = None
     engines: dict[str, _Engine] = field(default_factory=dict)
 
     def engine(self, adapter: AdapterConfig) -> _Engine:
@@ -207,6 +217,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
         raise pytest.UsageError(empty_selection_message(fixtures_dir, len(corpus), patterns, None))
     json_path = setting(config, "--conformance-json")
+    html_path = setting(config, "--conformance-html")
+    if html_path:
+        from .errors import UsageError
+        from .html import check_target
+
+        try:
+            check_target(Path(html_path), "--conformance-html")
+        except UsageError as error:
+            raise pytest.UsageError(str(error)) from None
     state = _State(
         adapters,
         fixtures,
@@ -214,6 +233,7 @@ def pytest_configure(config: pytest.Config) -> None:
         setting(config, "--conformance-timeout"),
         setting(config, "--conformance-handshake-timeout"),
         Path(json_path) if json_path else None,
+        Path(html_path) if html_path else None,
     )
     config.stash[STATE] = state
     config.pluginmanager.register(_Gatherer(state), "conformance-gatherer")
@@ -257,7 +277,8 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         results = [r for r in results if r.level in state.levels]
     down = engine.session.down
     hello = engine.session.hello
-    data = {"adapter": adapter.name, "results": [r.to_json() for r in results], "down": down.describe() if down else None}
+    gathered = [_result_data(r, state.html_path is not None) for r in results]
+    data = {"adapter": adapter.name, "results": gathered, "down": down.describe() if down else None}
     if hello is not None:
         data["hello"] = {
             "name": hello.name,
@@ -290,6 +311,19 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
                 pytest.fail(result.message, pytrace=False)
 
 
+def _result_data(result: Result, observations: bool) -> dict[str, Any]:
+    """A result as the controlling process receives it: the JSON report's entry, and a wrong answer's observations.
+
+    The observations (an LLM case's are megabytes) travel only when an HTML report was asked for:
+    user properties also end up in a JUnit XML file.
+    """
+    data = result.to_json()
+    if observations and result.observations is not None:
+        data["observations"] = [observation.to_json() for observation in result.observations]
+        data["stderr"] = result.stderr
+    return data
+
+
 def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
     """The adapter's expected-failures file and how many of its entries are unreviewed drafts."""
     path = adapter.expected_failures_path()
@@ -300,6 +334,15 @@ def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
     except ExpectedError:  # reported where the tests loaded it
         return str(path), 0
     return str(path), sum(entry.unreviewed for entry in entries)
+
+
+def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optional[tuple[Observation, ...]]:
+    """A gathered wrong answer's observations, decoded again (None when the result carries none)."""
+    raw = data.get("observations")
+    program = programs.get(data["case"])
+    if raw is None or program is None:
+        return None
+    return tuple(observations_from_data(raw, program))
 
 
 class _Gatherer:
@@ -332,6 +375,7 @@ class _Gatherer:
     def runs(self) -> list[AdapterRun]:
         """The gathered results as one AdapterRun per adapter."""
         runs: dict[str, AdapterRun] = {}
+        programs = {fixture.id: fixture.program for fixture in self.state.fixtures}
         for data in self.results.values():
             run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
             hello = self.hellos.get(data["adapter"])
@@ -356,6 +400,8 @@ class _Gatherer:
                     tuple(data.get("diagnosis", ())),
                     float(data.get("largest_share") or 0.0),
                     data.get("reason", ""),
+                    _observations(data, programs),
+                    data.get("stderr", ""),
                 )
             )
         return list(runs.values())
@@ -384,3 +430,12 @@ class _Gatherer:
         if self.state.json_path is not None:
             write_json(runs, self.state.json_path)
             terminalreporter.write_line(f"conformance JSON report: {self.state.json_path}")
+        if self.state.html_path is not None:
+            from .errors import UsageError
+            from .html import write_report
+
+            try:
+                write_report(runs, self.state.fixtures, self.state.html_path)
+                terminalreporter.write_line(f"conformance HTML report: {self.state.html_path}")
+            except UsageError as error:
+                terminalreporter.write_line(f"conformance: error: {error}", red=True)

@@ -26,7 +26,7 @@ from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, unreviewed_warning
 from .fixture import Fixture
-from .protocol import Level, Profile
+from .protocol import Level, Observation, Profile
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
 
 
@@ -63,6 +63,10 @@ class Result:
     largest_share: float = 0.0
     """The largest ``|expected - actual| / bound`` among floats that agreed within a nonzero bound."""
     reason: str = ""
+    observations: Optional[tuple[Observation, ...]] = None
+    """A wrong answer's actual observations (failed, and xfailed from failed), for the HTML report's graph."""
+    stderr: str = ""
+    """The tail of the adapter's stderr when a wrong answer was compared (an error's message carries its own)."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -437,6 +441,7 @@ def run_case(
     if after_reply:
         after_reply()
     results = []
+    stderr_tail = getattr(transport, "stderr_tail", None)
     for level in levels:
         differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
         if differences:
@@ -444,7 +449,8 @@ def run_case(
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
-            outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share)
+            stderr = stderr_tail() if callable(stderr_tail) else ""
+            outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share, "", tuple(observations), stderr)
         else:
             outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
         results.append(_apply_expected(outcome, expected))
@@ -478,6 +484,8 @@ def _apply_expected(result: Result, expected: list[Expected]) -> Result:
             result.diagnosis,
             result.largest_share,
             entry.reason,
+            result.observations,
+            result.stderr,
         )
     if result.outcome == Outcome.PASSED:
         message = (

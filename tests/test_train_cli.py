@@ -31,9 +31,9 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_a_short_training_run_lowers_the_loss_and_writes_the_plot(tmp_path):
-    plot = tmp_path / "loss.png"
-    result = train("--steps", "10", "--plot", str(plot))
+def test_a_short_training_run_lowers_the_loss_and_writes_the_plot_and_the_page(tmp_path):
+    plot, page = tmp_path / "loss.png", tmp_path / "loss.html"
+    result = train("--steps", "10", "--plot", str(plot), "--html", str(page))
     assert result.returncode == 0, result.stderr
     first = float(re.search(r"first-step loss:\s+([0-9.]+)", result.stdout).group(1))
     last = float(re.search(r"mean loss over the last 20% \(2 steps\):\s+([0-9.]+)", result.stdout).group(1))
@@ -41,6 +41,10 @@ def test_a_short_training_run_lowers_the_loss_and_writes_the_plot(tmp_path):
     assert "nodes/s" in result.stdout
     assert result.stderr == "", "no progress bar when stderr is not a terminal"
     assert _png_size(plot.read_bytes()) == (800, 450)
+    text = page.read_text()
+    # The page states the same two losses and draws every step (10 points) and the moving average.
+    assert f"<td>{first:.4f}</td>" in text and f"<td>{last:.4f}</td>" in text and "PASSED" in text
+    assert [len(points.split()) for points in re.findall(r"points='([^']*)'", text)] == [10, 10]
 
 
 def test_a_bad_character_in_the_corpus_is_one_line_naming_the_file_and_line(tmp_path):

@@ -4,6 +4,7 @@ The program with every forward value; for each backward the edge table in
 processing order (consumer, slot, operand, local derivative, upstream,
 contribution) and the pass adjoints; the stored gradients after every
 backward and zero_grad. The numbers come from running the reference.
+``--html FILE`` also writes it as a page with the graph after each backward.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser = subparsers.add_parser("explain", help="walk through one case step by step")
     parser.add_argument("case", help="the case id, e.g. seed/reused-square")
     parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write the walk-through as a page, a graph per backward")
     parser.set_defaults(handler=run)
 
 
@@ -45,6 +47,16 @@ def run(args: argparse.Namespace) -> int:
         close = [case for case in corpus if args.case.split("/")[-1] in case][:5]
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `conformance list`)"
         raise UsageError(f"no case {args.case!r}{hint}")
+    if args.html:
+        from ..html import check_target
+        from ..html.walk import write_walk
+        from ..report import versions_line
+
+        check_target(args.html, "--html")
+        try:
+            write_walk(fixture, args.html, versions_line())
+        except OSError as error:
+            raise UsageError(f"cannot write {args.html}: {error.strerror or error}") from None
     print(f"{fixture.id}: {fixture.description}")
     print(f"ops: {', '.join(fixture.ops) or '-'}; levels: {', '.join(fixture.levels)}; comparison: {fixture.comparison.mode}")
     print()

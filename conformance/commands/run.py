@@ -26,6 +26,7 @@ from typing import Optional
 from ..errors import UsageError
 from ..expected import Expected, write_expected
 from ..fixture import FIXTURES_DIR, Fixture, load_corpus_reporting
+from ..html import check_target, write_report
 from ..launch import choose_adapters, open_adapter
 from ..mutants import bug_named
 from ..protocol import Profile
@@ -81,6 +82,9 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "its derived bounds)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
+    parser.add_argument(
+        "--html", type=Path, metavar="FILE", help="write the HTML report: matrix, and the graph of every failure (one file)"
+    )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write the matrix as Markdown")
     parser.add_argument(
@@ -143,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     adapters = choose_adapters(
         command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
     )
+    if args.html:
+        check_target(args.html, "--html")
     corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
     fixtures = select(corpus, args.case, shard)
     if not fixtures and not fixture_bugs and not args.allow_empty:
@@ -191,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         write_junit(runs, args.junit)
     if args.markdown:
         write_markdown(runs, args.markdown)
+    if args.html:
+        write_report(runs, fixtures, args.html)
     if interrupted:
         print(f"conformance: {interrupted}; the reports cover what ran before it", file=sys.stderr)
         return 143 if "SIGTERM" in interrupted else 130

@@ -36,6 +36,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--seed", type=int, default=DEFAULT_SEED, metavar="S", help=f"initialisation and shuffle seed (default {DEFAULT_SEED})"
     )
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write the loss curve as a PNG")
+    parser.add_argument("--html", type=Path, metavar="FILE.html", help="write the loss curve as a page (the report's look)")
     parser.set_defaults(handler=run)
 
 
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     if args.plot is not None and not args.plot.parent.is_dir():
         raise UsageError(f"--plot {args.plot}: folder {args.plot.parent} does not exist")
+    if args.html is not None:
+        from ..html import check_target
+
+        check_target(args.html, "--html")
     try:
         documents = read_corpus(args.corpus) if args.corpus is not None else builtin_corpus()
     except CorpusError as error:
@@ -87,10 +92,11 @@ def run(args: argparse.Namespace) -> int:
 
     tail = max(1, math.ceil(args.steps / 5))
     first, last = losses[0], sum(losses[-tail:]) / tail
-    print(
+    settings = (
         f"trained {args.steps} step(s) on {len(documents)} document(s) ({source}), {config.parameter_count():,} parameters, "
         f"seed {args.seed}: {seconds:.1f} s in forward and backward, {nodes / seconds:,.0f} nodes/s"
     )
+    print(settings)
     print(f"first-step loss:                        {first:.4f}")
     print(f"mean loss over the last 20% ({tail} step{'s' if tail > 1 else ''}): {last:.4f}")
     if args.plot is not None:
@@ -101,6 +107,14 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             raise UsageError(f"--plot {args.plot}: cannot write: {error.strerror or error}") from None
         print(f"loss curve written to {args.plot}")
+    if args.html is not None:
+        from ..html.loss import write_loss_page
+
+        try:
+            write_loss_page(args.html, losses, settings, first, last, tail)
+        except OSError as error:
+            raise UsageError(f"--html {args.html}: cannot write: {error.strerror or error}") from None
+        print(f"loss page written to {args.html}")
     if args.steps < 5:
         print("too few steps to judge whether the loss falls (use 5 or more)")
         return 0

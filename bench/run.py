@@ -278,11 +278,17 @@ def harness_overhead(repeat: int) -> None:
     # Without the million-node chain: it takes seconds on the reference either way, and would hide the overhead.
     corpus = [fixture for fixture in load_corpus() if "repeat" not in fixture.features]
     adapter = [sys.executable, str(ROOT / "adapters/python/adapter.py")]
-    labels = ("in-process (reference called directly)", "protocol (python adapter subprocess, started in the run)")
+    labels = (
+        "in-process (reference called directly)",
+        "protocol (python adapter subprocess, started in the run)",
+        "protocol (the same, adapter started and greeted before the clock starts)",
+    )
     timings: dict[str, list[float]] = {label: [] for label in labels}
     for _ in range(repeat):
         for label in labels:
             transport = InProcessTransport() if label.startswith("in-process") else SubprocessTransport(adapter)
+            if "before the clock" in label:
+                transport.handshake()
             start = time.perf_counter()
             run = run_adapter("bench", transport, corpus, [])  # type: ignore[arg-type]
             timings[label].append(time.perf_counter() - start)

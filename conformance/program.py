@@ -255,6 +255,20 @@ def program_hash(program: Iterable[Step]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
+    """The ids ``output`` reaches through the steps' operand lists, itself included (a walk, not a recursion).
+
+    For adapters whose engine cannot list a node's operands: zero_grad(output) then follows the program's.
+    """
+    seen, stack = {output}, [output]
+    while stack:
+        for name in operands[stack.pop()]:
+            if name not in seen:
+                seen.add(name)
+                stack.append(name)
+    return seen
+
+
 def program_size(program: Iterable[Step]) -> int:
     """How many steps the program runs, a repeated step counted once per application."""
     return sum(step.repeat or 1 for step in program)

@@ -24,7 +24,7 @@ from typing import Any
 
 from micrograd_rust import Value
 
-from conformance.program import Program
+from conformance.program import Program, reachable
 from conformance.serve import serve
 
 HELLO = {
@@ -78,7 +78,7 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             values[step.output].backward()  # type: ignore[index]
             observations.append({"gradients": gradients()})
         else:
-            for name in _reachable(step.output, operands):  # type: ignore[arg-type]
+            for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 values[name].grad = 0.0
                 for node in inner.get(name, ()):
                     node.grad = 0.0
@@ -88,16 +88,6 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
 
 def _power(a: Any, exponent: float) -> Any:
     return a**exponent
-
-
-def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
-    seen, stack = {output}, [output]
-    while stack:
-        for name in operands[stack.pop()]:
-            if name not in seen:
-                seen.add(name)
-                stack.append(name)
-    return seen
 
 
 if __name__ == "__main__":

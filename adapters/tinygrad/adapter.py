@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from tinygrad import Tensor, dtypes
 
-from conformance.program import Program
+from conformance.program import Program, reachable
 from conformance.serve import serve
 
 HELLO = {
@@ -119,21 +119,11 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             seed = 1.0 if step.seed is None else step.seed
             tensors[step.output].backward(gradient=Tensor([seed], dtype=dtypes.float64))  # type: ignore[index]
         else:
-            for name in _reachable(step.output, operands):  # type: ignore[arg-type]
+            for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 tensors[name].grad = None
         observations.append({"gradients": gradients()})
     read_values()
     return observations
-
-
-def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
-    seen, stack = {output}, [output]
-    while stack:
-        for name in operands[stack.pop()]:
-            if name not in seen:
-                seen.add(name)
-                stack.append(name)
-    return seen
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from conformance.program import Program
+from conformance.program import Program, reachable
 from conformance.serve import serve
 
 HELLO = {
@@ -74,21 +74,11 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             tensors[step.output].backward(gradient=seed, retain_graph=True)  # type: ignore[index]
             observations.append({"gradients": gradients()})
         else:
-            for name in _reachable(step.output, operands):  # type: ignore[arg-type]
+            for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 if tensors[name].grad is not None:
                     tensors[name].grad.zero_()
             observations.append({"gradients": gradients()})
     return observations
-
-
-def _reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
-    seen, stack = {output}, [output]
-    while stack:
-        for name in operands[stack.pop()]:
-            if name not in seen:
-                seen.add(name)
-                stack.append(name)
-    return seen
 
 
 if __name__ == "__main__":

@@ -168,6 +168,11 @@ class AdapterConfig:
         if process.returncode != 0:
             tail = "\n".join(output.strip().splitlines()[-20:])
             return f"build command `{self.build}` failed with status {process.returncode} after {seconds:.1f} s:\n{tail}"
+        output_path = self.cwd / self.build_output if self.build_output else None
+        if output_path is not None and output_path.exists() and self.build_reason() is not None:
+            # The build tool judged the output current and left it as it was (cargo does, when only an input
+            # that this output does not depend on changed): mark it as built now, or every run builds again.
+            os.utime(output_path)
         if log:
             log(f"{self.name}: built in {seconds:.1f} s")
         return None

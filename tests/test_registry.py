@@ -58,6 +58,28 @@ def test_a_build_runs_once_and_again_only_when_an_input_changes(tmp_path):
     assert (engine / "builds.log").read_text().count("built") == 2
 
 
+def test_a_build_that_leaves_its_output_as_it_was_is_not_run_again_on_every_run(tmp_path):
+    # cargo builds one binary of several and does not touch it when only another's source changed.
+    engine = tmp_path / "engine"
+    (engine / "src").mkdir(parents=True)
+    (engine / "src" / "other.txt").write_text("v1")
+    registry = _registry(
+        tmp_path,
+        '[adapter.built]\nworkdir = "engine"\ncommand = "bin/adapter"\n'
+        'build = "mkdir -p bin && { test -e bin/adapter || echo v > bin/adapter; } && echo built >> builds.log"\n'
+        'build_inputs = ["src"]\nbuild_output = "bin/adapter"\n',
+    )
+    adapter = load_registry(registry)["built"]
+    assert adapter.run_build() is None
+    past = time.time() - 60
+    os.utime(engine / "bin" / "adapter", (past, past))  # older than the source, as after an edit of another binary
+    assert not adapter.build_is_current()
+    assert adapter.run_build() is None
+    assert adapter.build_is_current(), adapter.build_reason()
+    assert adapter.run_build() is None
+    assert (engine / "builds.log").read_text().count("built") == 2
+
+
 def test_a_failing_build_reports_the_command_status_and_output(tmp_path):
     registry = _registry(
         tmp_path, '[adapter.broken]\ncommand = "x"\nbuild = "echo compiler says no >&2; exit 7"\nbuild_output = "x"\n'

@@ -44,7 +44,7 @@ from typing import Any, Optional
 from reference.crmath import cr_exp, cr_log, cr_pow, cr_tanh
 from reference.ops import OPS
 
-from .program import LEAF_OPS, Program, Step
+from .program import LEAF_OPS, Program, observed_ids
 from .protocol import Profile
 
 #: The ulp budget of a port's libm for exp, log, tanh and pow.
@@ -210,23 +210,19 @@ class _Replay:
         self.numeric = profile == "numeric"
         self.nodes: dict[str, _Node] = {}
         self.order: list[str] = []  # creation order, for the gradients of every tracked node
-        self.named: Optional[set[str]] = None  # the ids whose gradients are observed, when not all
+        self.named: Optional[set[str]] = None  # the ids whose gradients are observed, when not all (observed_ids)
 
     def run(self, program: Program) -> list[StepBounds]:
         out: list[StepBounds] = []
-        if any(step.repeat for step in program):  # gradients are observed for the program's own ids only
-            self.named = {step.id for step in program if step.id is not None}
+        self.named = observed_ids(program)
         for step in program:
             bounds: StepBounds = {}
             if step.repeat is not None:
-                previous, rest = step.operands[0], step.operands[1:]
-                for name in step.chain_names():
-                    if previous not in self.nodes:
+                for single in step.written_out():
+                    if single.operands[0] not in self.nodes:
                         break  # a creation of the chain failed: so does the step
-                    inner = Step(id=name, op=step.op, operands=(previous, *rest), exponent=step.exponent)
                     bounds = {}
-                    self._create(inner, bounds)
-                    previous = name
+                    self._create(single, bounds)
             elif step.id is not None:
                 self._create(step, bounds)
             elif step.op == "zero_grad":

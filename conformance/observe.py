@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Protocol
 
 from reference.errors import NODE_FIELDS, EngineError
 
-from .program import Program, ProgramError, Step
+from .program import Program, ProgramError, Step, observed_ids
 from .protocol import ErrorInfo, Observation, PassRecord
 
 
@@ -48,7 +48,7 @@ def observe(session: Session, program: Program, *, record_pass: bool = True) -> 
     Raises ProgramError when a step names an id whose creating step failed.
     """
     observations: list[Observation] = []
-    named = {step.id for step in program if step.id is not None} if any(step.repeat for step in program) else None
+    named = observed_ids(program)
 
     def gradients() -> dict[str, float]:
         stored = session.gradients()
@@ -72,12 +72,10 @@ def observe(session: Session, program: Program, *, record_pass: bool = True) -> 
 
 
 def _create_chain(session: Session, step: Step) -> tuple[float, bool]:
-    """A repeated step as its single steps: each result is slot 0 of the next application."""
-    previous, rest = step.operands[0], step.operands[1:]
+    """A repeated step, created as its single steps; the last one's value and tracked flag."""
     value, tracked = 0.0, False
-    for name in step.chain_names():
-        value, tracked = session.create(Step(id=name, op=step.op, operands=(previous, *rest), exponent=step.exponent))
-        previous = name
+    for single in step.written_out():
+        value, tracked = session.create(single)
     return value, tracked
 
 

@@ -100,12 +100,14 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid
         times = "" if self.repeat is None else f" repeated {self.repeat} times"
         return f"{self.id} = {self.op}({', '.join(self.operands)}{extra}){times}"
 
-    def chain_names(self) -> Iterator[str]:
-        """The ids of the nodes a creation step creates, in order: ``id[1]`` .. ``id[n-1]``, then ``id`` itself."""
-        assert self.id is not None
-        for k in range(1, self.repeat or 1):
-            yield f"{self.id}[{k}]"
-        yield self.id
+    def written_out(self) -> Iterator["Step"]:
+        """A repeated step as its single steps: ``id[1]`` .. ``id[n-1]``, then ``id``, each result slot 0 of the next."""
+        assert self.id is not None and self.repeat is not None
+        previous, rest = self.operands[0], self.operands[1:]
+        for k in range(1, self.repeat + 1):
+            name = self.id if k == self.repeat else f"{self.id}[{k}]"
+            yield Step(id=name, op=self.op, operands=(previous, *rest), exponent=self.exponent)
+            previous = name
 
 
 Program = tuple[Step, ...]
@@ -267,6 +269,13 @@ def reachable(output: str, operands: dict[str, tuple[str, ...]]) -> set[str]:
                 seen.add(name)
                 stack.append(name)
     return seen
+
+
+def observed_ids(program: Program) -> Optional[set[str]]:
+    """The ids whose gradients a program observes: its own ids when it has a repeated step, else None (all)."""
+    if not any(step.repeat for step in program):
+        return None
+    return {step.id for step in program if step.id is not None}
 
 
 def program_size(program: Iterable[Step]) -> int:

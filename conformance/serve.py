@@ -10,6 +10,7 @@ its engine description and a function from a program to observations.
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
@@ -17,6 +18,18 @@ from typing import Any, Callable, Optional, Sequence, TextIO
 from .program import Program, ProgramError, parse_program
 from .protocol import PROTOCOL_VERSION, Observation, Result, encode_result
 from .wire import dumps_line, loads
+
+#: Each op as Python spells it on an operator-overloading engine's values: the operator for add, sub, mul, div
+#: and neg, the method of the same name for exp, log, tanh, relu and detach (pow takes its exponent apart).
+#: The wrappers of micrograd, micrograd-rust, tinygrad, torch and autograd start from it.
+PYTHON_OPS: dict[str, Callable[..., Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "neg": operator.neg,
+    **{name: operator.methodcaller(name) for name in ("exp", "log", "tanh", "relu", "detach")},
+}
 
 #: From a program to one observation per step: typed, or plain data in the wire's shape. A function of two
 #: parameters also gets the request's ``records``: when False the harness reads no pass record, so a

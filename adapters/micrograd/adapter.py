@@ -24,7 +24,7 @@ from typing import Any
 from micrograd.engine import Value
 
 from conformance.program import Program
-from conformance.serve import serve
+from conformance.serve import PYTHON_OPS, serve
 
 HELLO = {
     "engine": {"name": "micrograd", "version": version("micrograd"), "language": "python"},
@@ -33,14 +33,7 @@ HELLO = {
     "features": [],
 }
 
-OPS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "neg": lambda a: -a,
-    "relu": lambda a: a.relu(),
-}
+OPS = PYTHON_OPS
 
 
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from typing import Any
 from micrograd_rust import Value
 
 from conformance.program import Program, reachable
-from conformance.serve import serve
+from conformance.serve import PYTHON_OPS, serve
 
 HELLO = {
     "engine": {"name": "micrograd-rust", "version": version("micrograd-rust"), "language": "rust"},
@@ -34,15 +34,7 @@ HELLO = {
     "features": ["repeat"],
 }
 
-OPS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "neg": lambda a: -a,
-    "exp": lambda a: a.exp(),
-    "tanh": lambda a: a.tanh(),
-}
+OPS = PYTHON_OPS
 
 
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:

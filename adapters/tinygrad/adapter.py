@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import sys
 from importlib.metadata import version
-from typing import Any, Callable
+from typing import Any
 
 from tinygrad import Tensor, dtypes
 
 from conformance.program import Program, reachable
-from conformance.serve import serve
+from conformance.serve import PYTHON_OPS, serve
 
 HELLO = {
     "engine": {"name": "tinygrad", "version": version("tinygrad"), "language": "python"},
@@ -44,18 +44,7 @@ HELLO = {
     "profile": "numeric",
 }
 
-OPS: dict[str, Callable[..., Tensor]] = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "neg": lambda a: -a,
-    "exp": lambda a: a.exp(),
-    "log": lambda a: a.log(),
-    "tanh": lambda a: a.tanh(),
-    "relu": lambda a: a.relu(),
-    "detach": lambda a: a.detach(),
-}
+OPS = PYTHON_OPS
 
 
 #: How many tensors one concatenation reads: tinygrad builds a concatenation of n from n padded copies.

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from conformance.program import Program, reachable
-from conformance.serve import serve
+from conformance.serve import PYTHON_OPS, serve
 
 HELLO = {
     "engine": {"name": "pytorch", "version": torch.__version__, "language": "python"},
@@ -33,18 +33,7 @@ HELLO = {
     "profile": "numeric",
 }
 
-OPS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "neg": lambda a: -a,
-    "exp": torch.exp,
-    "log": torch.log,
-    "tanh": torch.tanh,
-    "relu": torch.relu,
-    "detach": lambda a: a.detach(),
-}
+OPS = {**PYTHON_OPS, "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu}
 
 
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:

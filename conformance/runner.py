@@ -315,9 +315,10 @@ class AdapterSession:
         gap = support_gap(fixture, self.hello)
         if gap:
             return [Result(self.name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
-        base = getattr(self.transport, "timeout", None)
-        limit = None if base is None else case_timeout(base, fixture.program)
-        timeout = limit if remaining is None else max(0.1, min(remaining, remaining if limit is None else limit))
+        timeout = None  # the transport's own: its base plus the program's allowance (case_timeout)
+        if remaining is not None:  # but never past the run's budget
+            base = getattr(self.transport, "timeout", None)
+            timeout = max(0.1, remaining if base is None else min(remaining, case_timeout(base, fixture.program)))
         self._faulted = False
         results = run_case(
             self.name,

@@ -139,6 +139,47 @@ def parse_program(raw: Any, source: str) -> Program:
     return tuple(steps)
 
 
+def well_formed(steps: Iterable[Step]) -> bool:
+    """Whether typed steps pass every rule ``parse_program`` checks: known, unused and non-empty ids, each
+    op's fields and arity, a finite exponent, a repeat in range, inner names of repeated steps kept apart.
+
+    For steps decoded losslessly (every field present exactly when it differs from its default): the
+    harness's own run requests, which ``protocol.decode_run_request`` takes this way. False means only
+    "not proven well formed": ``parse_program`` then reads the plain data and names the mistake.
+    """
+    known: set[str] = set()
+    chains = _Chains()
+    for step in steps:
+        op = step.op
+        if op in GRADIENT_OPS:
+            if step.output not in known or step.id is not None or step.operands or step.repeat is not None:
+                return False
+            if step.value is not None or step.exponent is not None or (op == "zero_grad" and step.seed is not None):
+                return False
+            continue
+        node_id = step.id
+        if op not in CREATION_OPS or not node_id or node_id in known or step.output is not None or step.seed is not None:
+            return False
+        if op in LEAF_OPS:
+            if step.value is None or step.operands or step.exponent is not None or step.repeat is not None:
+                return False
+        else:
+            arity = 1 if op == "detach" else OPS[op].arity
+            if step.value is not None or len(step.operands) != arity or not known.issuperset(step.operands):
+                return False
+            if (step.exponent is not None) != (op == "pow") or (step.exponent is not None and not math.isfinite(step.exponent)):
+                return False
+            if step.repeat is not None and (op == "detach" or not 1 <= step.repeat <= MAX_REPEAT):
+                return False
+        if step.repeat is not None or "[" in node_id:
+            try:
+                chains.check(step, "")
+            except ProgramError:
+                return False
+        known.add(node_id)
+    return True
+
+
 _INDEXED = re.compile(r"(.+)\[([1-9][0-9]*)\]\Z")
 
 

@@ -16,7 +16,7 @@ import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
 
 from .program import Program, ProgramError, parse_program
-from .protocol import PROTOCOL_VERSION, Observation, Result, encode_result
+from .protocol import PROTOCOL_VERSION, Observation, Result, decode_run_request, encode_result
 from .wire import dumps_line, loads
 
 #: Each op as Python spells it on an operator-overloading engine's values: the operator for add, sub, mul, div
@@ -53,8 +53,27 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
         stdout.write(dumps_line(message) + "\n")
         stdout.flush()
 
+    def run_typed(case: str, program: Program, records: bool) -> None:
+        try:
+            observations = list(run_case(program, records) if takes_records else run_case(program))  # type: ignore[call-arg]
+            typed = [item for item in observations if isinstance(item, Observation)]
+            if len(typed) == len(observations):
+                stdout.write(encode_result(Result(case, typed)).decode() + "\n")
+                stdout.flush()
+            else:
+                reply({"type": "result", "case": case, "observations": observations})
+        except ProgramError as error:
+            reply({"type": "error", "case": case, "message": str(error)})
+        except Exception as error:  # noqa: BLE001 - any engine failure is this case's error
+            traceback.print_exc(file=sys.stderr)
+            reply({"type": "error", "case": case, "message": f"{type(error).__name__}: {error}"})
+
     for line in stdin:
         if not line.strip():
+            continue
+        typed = decode_run_request(line.encode())  # the harness's own requests: typed in one go
+        if typed is not None:
+            run_typed(typed.case, typed.program, typed.records)
             continue
         try:
             request = loads(line)
@@ -68,19 +87,10 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             case = request.get("case", "")
             try:
                 program = parse_program(request.get("program"), f"case {case}")
-                records = request.get("records", True) is not False
-                observations = list(run_case(program, records) if takes_records else run_case(program))  # type: ignore[call-arg]
-                typed = [item for item in observations if isinstance(item, Observation)]
-                if len(typed) == len(observations):
-                    stdout.write(encode_result(Result(case, typed)).decode() + "\n")
-                    stdout.flush()
-                else:
-                    reply({"type": "result", "case": case, "observations": observations})
             except ProgramError as error:
                 reply({"type": "error", "case": case, "message": str(error)})
-            except Exception as error:  # noqa: BLE001 - any engine failure is this case's error
-                traceback.print_exc(file=sys.stderr)
-                reply({"type": "error", "case": case, "message": f"{type(error).__name__}: {error}"})
+                continue
+            run_typed(case, program, request.get("records", True) is not False)
         elif kind == "shutdown":
             return 0
         else:

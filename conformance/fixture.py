@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Optional
 
@@ -128,6 +128,11 @@ class Fixture:
     def size(self) -> int:
         """How many steps the program runs, a repeated step counted once per application."""
         return program_size(self.program)
+
+    @cached_property
+    def error_kinds(self) -> frozenset[str]:
+        """The kinds of the errors its expected observations hold (empty for a case where nothing fails)."""
+        return frozenset(observation.error.kind for observation in self.expected if observation.error is not None)
 
     def step_bounds(self, profile: Profile) -> Optional[tuple[StepBounds, ...]]:
         """The bounds a profile compares this fixture under; None when it compares bit for bit."""

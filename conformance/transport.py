@@ -241,6 +241,7 @@ class SubprocessTransport:
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
         self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
+        self._held: Optional[tuple[str, Program, bool, bytes]] = None  # a request too large to send ahead, kept for its turn
         self.restarts = 0
         self.sent_ahead = 0
         """How many run requests were sent before their turn (``send_ahead``)."""
@@ -314,7 +315,9 @@ class SubprocessTransport:
             if self._ahead:
                 self._ahead.popleft()  # sent already: the adapter may have answered it by now
             else:
-                self._send(run_request(case, program, records), f"case {case}", deadline, limit)
+                held, self._held = self._held, None
+                line = held[3] if held and held[0] == case and held[1] is program and held[2] == records else None
+                self._send(line or run_request(case, program, records), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
@@ -334,8 +337,11 @@ class SubprocessTransport:
             return True
         if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
             return False
+        if self._held and self._held[0] == case and self._held[1] is program:
+            return False
         line = run_request(case, program, records)
         if len(line) >= AHEAD_MAX_BYTES:
+            self._held = (case, program, records, line)  # encoded once: ``run`` sends it at its turn
             return False
         try:
             self._send(line, f"case {case}", time.monotonic() + 1.0, 1.0)

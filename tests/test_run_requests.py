@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bad_input import BAD_PROGRAMS
 
-from conformance.program import Program, ProgramError, parse_program, program_to_json
+from conformance.program import Program, ProgramError, parse_program, program_hash, program_to_json
 from conformance.protocol import decode_run_request, run_request
 from conformance.reference_adapter import HELLO, run_case
 from conformance.serve import serve
@@ -38,6 +38,8 @@ def careful(line: bytes) -> Optional[Program]:
 def test_the_harness_requests_take_the_typed_way_and_read_the_same_steps(program):
     for records in (True, False):
         line = run_request("c", program, records)
+        read = careful(line)  # every request reads back as its program, non-finite numbers too (compared as text)
+        assert read is not None and program_hash(read) == program_hash(program)
         typed = decode_run_request(line)
         finite = "inf" not in line.decode() and "nan" not in line.decode()
         assert (typed is not None) == finite, line  # non-finite numbers are strings on the wire: the careful way

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from conformance.fixture import load_corpus
 from conformance.runner import run_adapter
+from conformance.protocol import run_request
 from conformance.transport import SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +109,15 @@ def test_a_healthy_adapter_stays_one_process_for_many_cases():
 def test_requests_are_sent_ahead_and_change_no_result(monkeypatch):
     corpus = [f for f in load_corpus() if "repeat" not in f.features]
     runs = {}
+    encoded: collections.Counter[str] = collections.Counter()
+
+    def counted(case, program, records=True):
+        encoded[case] += 1
+        return run_request(case, program, records)
+
+    monkeypatch.setattr("conformance.transport.run_request", counted)
     for ahead in (0, 2):
+        encoded.clear()
         monkeypatch.setattr("conformance.runner.AHEAD", ahead)
         transport = SubprocessTransport([sys.executable, str(ROOT / "adapters/python/adapter.py")])
         try:
@@ -115,6 +125,8 @@ def test_requests_are_sent_ahead_and_change_no_result(monkeypatch):
         finally:
             transport.close()
         assert (transport.sent_ahead > len(corpus) // 2) == (ahead > 0)
+        # Each request is encoded once, also one too large to send ahead (kept for its turn).
+        assert max(encoded.values()) == 1 and len(encoded) == len(corpus)
     assert [(r.case, r.level, r.outcome) for r in runs[2].results] == [(r.case, r.level, r.outcome) for r in runs[0].results]
     assert {r.outcome for r in runs[2].results} == {"passed"}
 

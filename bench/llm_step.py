@@ -10,8 +10,8 @@ to the ports' bench binaries when they have been built:
     adapters/go/bin/bench              (cd adapters/go && go build -o bin/bench ./cmd/bench)
     adapters/rust/target/release/scalar-bench   (cd adapters/rust && cargo build --release)
 
-Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``; the Go
-binaries also report their cold first run, shown as its own row (``go, cold``). A
+Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``; the
+binaries also report their cold first run, shown as its own row (``go, cold``, ``rust, cold``). A
 binary's nodes are the program's creation steps, which include the few
 parameters this document does not reach; the reference counts the nodes the
 loss reaches. Each engine's best of ``--repeat`` runs is shown as nodes/s and

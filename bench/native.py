@@ -5,9 +5,10 @@ runs it without building observations and prints one JSON line:
 ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``, and optionally
 ``"peak_rss_delta_bytes"`` (Go) or ``"rss_delta_bytes"`` (Rust): the growth of the
 resident set over the run, and
-``"cold_forward_seconds"``, ``"cold_backward_seconds"`` (the Go binaries run the program
-twice: the first run, in memory just returned to the system, is cold; the second, timed
-as forward/backward, reuses the memory the first left behind).
+``"cold_forward_seconds"``, ``"cold_backward_seconds"`` (every binary runs the program
+twice: the first run, in memory just returned to the system or never used, is cold; the
+second, timed as forward/backward, reuses the memory the first left behind, as a training
+loop's steps after the first do).
 
 A name ending in ``-minimal`` is a language's minimal tape engine (bench/minimal/),
 the limit baseline its port is shown against: ``go-minimal`` for ``go``, ``rust-minimal``

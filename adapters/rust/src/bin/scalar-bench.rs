@@ -40,7 +40,8 @@ struct Run {
 }
 
 /// Run the program in a new session, timing runs of consecutive steps of one
-/// class together so that reading the clock stays small next to the work.
+/// class together so that reading the clock stays small next to the work:
+/// creation steps through `Session::create_run`, the others one by one.
 fn time(program: &Program) -> Result<Run, String> {
     // A repeated step pushes one node per application.
     let size: usize = program.steps.iter().map(|step| step.size() as usize).sum();
@@ -52,30 +53,27 @@ fn time(program: &Program) -> Result<Run, String> {
     let mut nodes = 0;
     let mut start = 0;
     while start < program.steps.len() {
-        let creates = matches!(program.steps[start], Step::Create { .. });
+        let clock = Instant::now();
+        if matches!(program.steps[start], Step::Create { .. }) {
+            // The session keeps every created node alive.
+            let (end, created) = session
+                .create_run(program, start)
+                .map_err(|error| error.to_string())?;
+            nodes += created;
+            forward += clock.elapsed();
+            start = end;
+            continue;
+        }
         let mut end = start;
-        while end < program.steps.len()
-            && matches!(program.steps[end], Step::Create { .. }) == creates
-        {
+        while end < program.steps.len() && !matches!(program.steps[end], Step::Create { .. }) {
+            records.push(
+                session
+                    .execute(program, end, false)
+                    .map_err(|error| error.to_string())?,
+            );
             end += 1;
         }
-        let clock = Instant::now();
-        for step in start..end {
-            match session
-                .execute(program, step, false)
-                .map_err(|error| error.to_string())?
-            {
-                // The session keeps every created node alive.
-                Outcome::Created(_) => nodes += program.steps[step].size() as usize,
-                outcome => records.push(outcome),
-            }
-        }
-        let elapsed = clock.elapsed();
-        if creates {
-            forward += elapsed;
-        } else {
-            backward += elapsed;
-        }
+        backward += clock.elapsed();
         start = end;
     }
     Ok(Run {

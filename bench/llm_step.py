@@ -10,11 +10,11 @@ to the ports' bench binaries when they have been built:
     adapters/go/bin/bench              (cd adapters/go && go build -o bin/bench ./cmd/bench)
     adapters/rust/target/release/scalar-bench   (cd adapters/rust && cargo build --release)
 
-Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``; the Go
-binaries also report their cold first run, shown as its own row (``go, cold``). A
+Each prints ``{"engine", "nodes", "forward_seconds", "backward_seconds"}``; the
+binaries also report their cold first run, shown as its own row (``go, cold``, ``rust, cold``). A
 binary's nodes are the program's creation steps, which include the few
 parameters this document does not reach; the reference counts the nodes the
-loss reaches. Each engine's best of ``--repeat`` runs is shown as nodes/s and
+loss reaches. Each engine's best of ``--repeat`` runs (warm and cold each) is shown as nodes/s and
 as a ratio to the reference measured in the same run, beside microGPT's
 250k nodes/s from the project brief. The output is a Markdown table.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from native import cold, minimal_of, native_binaries, time_native  # noqa: E402
+from native import best_native, cold, minimal_of, native_binaries  # noqa: E402
 
 from conformance.llm import ProgramRecorder  # noqa: E402
 from conformance.wire import to_json_ready  # noqa: E402
@@ -86,8 +86,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         steps = to_json_ready(step_program(args.document))
         for name, command in native_binaries().items():
-            timings = [time_native(command, steps, Path(folder)) for _ in range(args.repeat)]
-            fastest = min(timings, key=lambda t: float(t["forward_seconds"]) + float(t["backward_seconds"]))
+            fastest = best_native(command, steps, Path(folder), args.repeat)
             for variant, timing in ((name, fastest), (f"{name}, cold", cold(fastest))):
                 if timing is not None:
                     label = f"{timing['engine']} ({variant})"

@@ -266,7 +266,8 @@ def main() -> None:
         print(table(header, rows))
         print(
             "\nbytes/node: the resident set's growth over the run (Go: its peak), over the chain's nodes."
-            "\n'cold': the same best run's first pass, in memory just returned to the system (every page a fault)."
+            "\n'cold': the fastest first pass of the same runs, in memory just returned to the system or never used"
+            " (every page a fault)."
         )
 
     harness_overhead(args.repeat)

@@ -19,6 +19,7 @@
 //! `id[k]` only where an error or a record names one.
 
 use crate::error::Error;
+use crate::ops::OpKind;
 use crate::program::{Creation, Program, ProgramError, Step, chain_name};
 use crate::record::PassRecord;
 use crate::scalar::{Operation, Scalar};
@@ -45,6 +46,13 @@ pub enum Outcome {
 /// It holds one tape and the node of every creation index (the program's ids
 /// by position, `Program::ids`). Every run starts a new session, on a new
 /// tape. (The Go port's `program.Session` is the same thing.)
+#[derive(Debug, Default)]
+pub struct Session {
+    tape: Tape,
+    ids: Ids,
+}
+
+/// The node of every creation index run so far.
 ///
 /// Each successful creation of one node pushes one node, so until a creation
 /// fails or a repeated step pushes a chain the creation index *is* the node id
@@ -52,8 +60,7 @@ pub enum Outcome {
 /// node of each creation index, the last of a chain, `NO_NODE` where the
 /// creating step failed).
 #[derive(Debug, Default)]
-pub struct Session {
-    tape: Tape,
+struct Ids {
     /// Creation steps run so far.
     created: usize,
     /// Whether a creation has failed, so that `nodes` is the map.
@@ -65,30 +72,7 @@ pub struct Session {
 /// holds fewer than `u32::MAX` nodes), and 4 bytes where `Option` takes 8.
 const NO_NODE: u32 = u32::MAX;
 
-impl Session {
-    /// A session on an empty tape.
-    pub fn new() -> Session {
-        Session::default()
-    }
-
-    /// A session on an empty tape with room for `nodes` nodes.
-    pub fn with_capacity(nodes: usize) -> Session {
-        Session {
-            tape: Tape::with_capacity(nodes),
-            ..Session::default()
-        }
-    }
-
-    /// The tape every node of the program lives on.
-    pub fn tape(&self) -> &Tape {
-        &self.tape
-    }
-
-    /// The node of a creation index, if its creating step succeeded.
-    pub fn node(&self, index: usize) -> Option<Scalar> {
-        self.id(index).map(|id| self.tape.scalar(id))
-    }
-
+impl Ids {
     #[inline]
     fn id(&self, index: usize) -> Option<NodeId> {
         if !self.mapped {
@@ -112,6 +96,80 @@ impl Session {
         })
     }
 
+    /// Run the creation step number `step_index` on the tape and book its node
+    /// under the next creation index: the node, or the engine's error (no node).
+    ///
+    /// Fails only when the step names a node whose creating step failed.
+    #[inline(always)]
+    fn create(
+        &mut self,
+        tape: &mut TapeData,
+        program: &Program,
+        step_index: usize,
+        creation: &Creation,
+    ) -> Result<Result<NodeId, Error>, ProgramError> {
+        let created = match creation {
+            Creation::Variable(value) => tape.leaf(*value, Operation::Variable),
+            Creation::Constant(value) => tape.leaf(*value, Operation::Constant),
+            Creation::Detach(operand) => {
+                let operand = self.lookup(program, *operand, step_index)?;
+                Ok(tape.detach(operand))
+            }
+            Creation::Apply {
+                op,
+                operands,
+                exponent,
+                repeat,
+            } => {
+                // Parsing checked the arity and pow's exponent (0.0 for every
+                // other op): the operands go to the engine as ids, unchecked.
+                let first = self.lookup(program, operands[0], step_index)?.0;
+                let second = if op.op().arity == 2 {
+                    Some(self.lookup(program, operands[1], step_index)?.0)
+                } else {
+                    None
+                };
+                apply_chain(tape, *op, first, second, *exponent, *repeat)
+            }
+        };
+        let in_place = matches!(created, Ok(id) if id.index() == self.created);
+        if !in_place && !self.mapped {
+            // The first failure or chain: from here on creation index and node id differ.
+            self.nodes = (0..self.created as u32).collect();
+            self.mapped = true;
+        }
+        self.created += 1;
+        if self.mapped {
+            self.nodes.push(created.as_ref().map_or(NO_NODE, |id| id.0));
+        }
+        Ok(created)
+    }
+}
+
+impl Session {
+    /// A session on an empty tape.
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// A session on an empty tape with room for `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Session {
+        Session {
+            tape: Tape::with_capacity(nodes),
+            ..Session::default()
+        }
+    }
+
+    /// The tape every node of the program lives on.
+    pub fn tape(&self) -> &Tape {
+        &self.tape
+    }
+
+    /// The node of a creation index, if its creating step succeeded.
+    pub fn node(&self, index: usize) -> Option<Scalar> {
+        self.ids.id(index).map(|id| self.tape.scalar(id))
+    }
+
     /// Run step number `step_index` of `program` on the engine; a backward step
     /// builds its pass record only when `record` is true.
     ///
@@ -124,59 +182,17 @@ impl Session {
         record: bool,
     ) -> Result<Outcome, ProgramError> {
         match &program.steps[step_index] {
-            Step::Create { creation, .. } => {
-                let created = match creation {
-                    Creation::Variable(value) => {
-                        self.tape.0.borrow_mut().leaf(*value, Operation::Variable)
-                    }
-                    Creation::Constant(value) => {
-                        self.tape.0.borrow_mut().leaf(*value, Operation::Constant)
-                    }
-                    Creation::Detach(operand) => {
-                        let operand = self.lookup(program, *operand, step_index)?;
-                        Ok(self.tape.0.borrow_mut().detach(operand))
-                    }
-                    Creation::Apply {
-                        op,
-                        operands,
-                        exponent,
-                        repeat,
-                    } => {
-                        // At most two operands: no allocation per step.
-                        let first = self.lookup(program, operands[0], step_index)?;
-                        let row = op.op();
-                        let exponent = row.takes_exponent.then_some(*exponent);
-                        let mut tape = self.tape.0.borrow_mut();
-                        if row.arity == 2 {
-                            let second = self.lookup(program, operands[1], step_index)?;
-                            apply_chain(&mut tape, *op, [first, second], 2, exponent, *repeat)
-                        } else {
-                            apply_chain(&mut tape, *op, [first, first], 1, exponent, *repeat)
-                        }
-                    }
-                };
-                let in_place = matches!(created, Ok(id) if id.index() == self.created);
-                if !in_place && !self.mapped {
-                    // The first failure or chain: from here on creation index and node id differ.
-                    self.nodes = (0..self.created as u32).collect();
-                    self.mapped = true;
-                }
-                self.created += 1;
-                Ok(match created {
-                    Ok(id) => {
-                        if self.mapped {
-                            self.nodes.push(id.0);
-                        }
-                        Outcome::Created(id)
-                    }
-                    Err(error) => {
-                        self.nodes.push(NO_NODE);
-                        Outcome::CreationFailed(error)
-                    }
-                })
+            Step::Create { creation } => {
+                let mut tape = self.tape.0.borrow_mut();
+                Ok(
+                    match self.ids.create(&mut tape, program, step_index, creation)? {
+                        Ok(id) => Outcome::Created(id),
+                        Err(error) => Outcome::CreationFailed(error),
+                    },
+                )
             }
             Step::Backward { output, seed } => {
-                let output = self.lookup(program, *output, step_index)?.0;
+                let output = self.ids.lookup(program, *output, step_index)?.0;
                 let seed = *seed;
                 let mut tape = self.tape.0.borrow_mut();
                 let result = if record {
@@ -190,30 +206,58 @@ impl Session {
                 })
             }
             Step::ZeroGrad { output } => {
-                let output = self.lookup(program, *output, step_index)?.0;
+                let output = self.ids.lookup(program, *output, step_index)?.0;
                 self.tape.0.borrow_mut().zero_grad(output);
                 Ok(Outcome::ZeroGrad)
             }
         }
     }
+
+    /// Run the creation steps of `program` from number `start` on, up to the
+    /// first step that creates nothing (or the end), and return that step's
+    /// number and how many nodes the successful ones created: `execute` in a
+    /// loop, for a caller that times steps and does not observe them (the Go
+    /// port's `Session.CreateRun`). A creation the engine refuses creates no
+    /// node and the run goes on, as it would in the program.
+    ///
+    /// Fails only when a step names a node whose creating step failed.
+    pub fn create_run(
+        &mut self,
+        program: &Program,
+        start: usize,
+    ) -> Result<(usize, usize), ProgramError> {
+        let mut tape = self.tape.0.borrow_mut();
+        let (mut step_index, mut nodes) = (start, 0);
+        while let Some(step @ Step::Create { creation }) = program.steps.get(step_index) {
+            if self
+                .ids
+                .create(&mut tape, program, step_index, creation)?
+                .is_ok()
+            {
+                nodes += step.size() as usize;
+            }
+            step_index += 1;
+        }
+        Ok((step_index, nodes))
+    }
 }
 
 /// Apply `op` `repeat` times (rule `program.repeat`), each result taking slot 0
-/// of the next application, `operands[1]` (binary ops) the same each time;
-/// the last node, or the error of the first application that fails. A loop:
-/// a chain of any length costs its nodes on the tape and nothing else.
-#[inline]
+/// of the next application, `second` (binary ops) the same each time; the
+/// last node, or the error of the first application that fails. A loop: a
+/// chain of any length costs its nodes on the tape and nothing else.
+#[inline(always)]
 fn apply_chain(
     tape: &mut TapeData,
-    op: crate::ops::OpKind,
-    operands: [NodeId; 2],
-    arity: usize,
-    exponent: Option<f64>,
+    op: OpKind,
+    first: u32,
+    second: Option<u32>,
+    exponent: f64,
     repeat: u32,
 ) -> Result<NodeId, Error> {
-    let mut node = tape.apply(op, &operands[..arity], exponent)?;
+    let mut node = tape.apply_resolved(op, first, second, exponent)?;
     for _ in 1..repeat {
-        node = tape.apply(op, &[node, operands[1]][..arity], exponent)?;
+        node = tape.apply_resolved(op, node.0, second, exponent)?;
     }
     Ok(node)
 }
@@ -278,7 +322,7 @@ pub fn run_program(program: &Program, record_pass: bool) -> Result<Vec<Json>, Pr
         let observation = match session.execute(program, step_index, record_pass)? {
             Outcome::Created(node) => {
                 // This step's creation index: the creation steps before it.
-                let index = session.created - 1;
+                let index = session.ids.created - 1;
                 let tape = session.tape.0.borrow();
                 let tracked_node = tape.links[node.index()].tracked();
                 let observation = Json::object([
@@ -447,6 +491,39 @@ mod tests {
         let program = parse_program(&parse(text).unwrap(), "test")?;
         let observations = run_program(&program, true)?;
         Ok(Json::Array(observations).to_string())
+    }
+
+    #[test]
+    fn create_run_creates_what_executing_each_step_creates() {
+        let program = parse_program(
+            &parse(
+                r#"[{"id":"x","op":"variable","value":2},{"id":"z","op":"constant","value":0},
+                {"id":"bad","op":"log","operands":["z"]},{"id":"y","op":"mul","operands":["x","x"],"repeat":3},
+                {"op":"backward","output":"y"},{"id":"w","op":"neg","operands":["y"]},
+                {"id":"v","op":"neg","operands":["bad"]}]"#,
+            )
+            .unwrap(),
+            "test",
+        )
+        .unwrap();
+        let mut stepped = Session::new();
+        for step in 0..4 {
+            stepped.execute(&program, step, false).unwrap();
+        }
+        let mut run = Session::new();
+        // Up to the backward step; the refused log creates no node and the run goes on.
+        assert_eq!(run.create_run(&program, 0).unwrap(), (4, 5));
+        for index in 0..4 {
+            let value = |session: &Session| session.node(index).map(|node| node.value());
+            assert_eq!(value(&run), value(&stepped), "creation index {index}");
+        }
+        assert_eq!(run.node(3).map(|y| y.value()), Some(16.0));
+        assert_eq!(run.tape().len(), 5);
+        run.execute(&program, 4, false).unwrap();
+        assert_eq!(
+            run.create_run(&program, 5).unwrap_err().0,
+            "step 6: id \"bad\" was never created (its creating step failed)"
+        );
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl TapeData {
             operands.len()
         );
         let first = operands[0].0;
-        let (second_operand, second) = if op.takes_exponent {
+        let (second_operand, exponent) = if op.takes_exponent {
             match exponent {
                 Some(c) if c.is_finite() => (None, c),
                 _ => panic!(
@@ -193,10 +193,27 @@ impl TapeData {
             }
         } else {
             assert!(exponent.is_none(), "{} takes no exponent", op.name);
-            match operands.get(1) {
-                Some(b) => (Some(b.0), self.values[b.index()]),
-                None => (None, 0.0),
-            }
+            (operands.get(1).map(|b| b.0), 0.0)
+        };
+        self.apply_resolved(kind, first, second_operand, exponent)
+    }
+
+    /// `apply` for a caller that has checked what `apply` asserts (ids on
+    /// this tape, as many operands as the op's arity, pow's exponent finite):
+    /// `kind` applied to the node `first` and, for a binary op, the node
+    /// `second_operand`; `exponent` is pow's exponent and must be 0.0 for
+    /// every other unary op. Inlined into the program runner's loop.
+    #[inline(always)]
+    pub(crate) fn apply_resolved(
+        &mut self,
+        kind: OpKind,
+        first: u32,
+        second_operand: Option<u32>,
+        exponent: f64,
+    ) -> Result<NodeId, Error> {
+        let second = match second_operand {
+            Some(b) => self.values[b as usize],
+            None => exponent,
         };
         match self.push_result(kind, first, second_operand, second) {
             Some(id) => Ok(id),

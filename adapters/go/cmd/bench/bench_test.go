@@ -22,7 +22,7 @@ func chain(n int) []program.Step {
 
 func TestBenchCountsEveryCreatedNode(t *testing.T) {
 	steps := chain(1000)
-	r, err := run(program.NewSession(steps), steps)
+	r, err := run(program.NewSession(steps), steps, program.Size(steps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func BenchmarkChain100k(b *testing.B) {
 	steps := chain(100_000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := run(program.NewSession(steps), steps); err != nil {
+		if _, err := run(program.NewSession(steps), steps, program.Size(steps)); err != nil {
 			b.Fatal(err)
 		}
 	}

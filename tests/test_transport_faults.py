@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conformance.fixture import load_corpus
-from conformance.runner import run_adapter
 from conformance.protocol import run_request
+from conformance.runner import run_adapter
 from conformance.transport import SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent

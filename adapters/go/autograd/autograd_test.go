@@ -394,6 +394,41 @@ func TestDotMatVecAddVecAreBuiltFromMulAndAdd(t *testing.T) {
 	}
 }
 
+func TestAWalkDeeperThanTheInitialStackKeepsTheCanonicalOrder(t *testing.T) {
+	// x[k] = x[k-1] + y[k]: the walk descends slot 0 all the way down and
+	// leaves two stack entries per level ("place x[k]", "visit y[k]"), so
+	// 3000 levels grow the stack several times in the middle of a walk.
+	const levels = 3000
+	g := NewGraph()
+	x := must(g.Variable(0.5))
+	want, ys := []int32{x.i}, make([]Node, levels)
+	for k := range ys {
+		ys[k] = must(g.Variable(float64(k)))
+		x = must(g.Add(x, ys[k]))
+		want = append(want, ys[k].i, x.i)
+	}
+	r, err := g.BackwardRecord(x, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Nodes) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(r.Nodes), len(want))
+	}
+	for i, n := range r.Nodes {
+		if n.Node != want[i] {
+			t.Fatalf("node %d of the topology is %d, want %d (x0, y1, x1, y2, x2, ...)", i, n.Node, want[i])
+		}
+	}
+	if err := g.Backward(x, 1); err != nil {
+		t.Fatal(err)
+	}
+	for k, y := range ys {
+		if got := grad(t, y); got != 2 {
+			t.Fatalf("y[%d] gradient %v after two passes, want 2", k, got)
+		}
+	}
+}
+
 func TestBackwardRecordListsNodesInDepthFirstPostOrderNotTapeOrder(t *testing.T) {
 	g := NewGraph()
 	b := must(g.Variable(3)) // created first, but the output's slot 1

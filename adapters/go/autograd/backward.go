@@ -60,17 +60,32 @@ func (s *scratch) grow(n int) {
 		size := max(n, 2*len(s.mark))
 		s.mark = append(s.mark, make([]uint8, size-len(s.mark))...)
 		s.pass = append(s.pass, make([]float64, size-len(s.pass))...)
-		// Room for the deepest possible walk: pages never touched are never
-		// resident, and the walk never copies a growing stack.
 		s.topo = make([]int32, 0, size)
-		s.stack = make([]int32, 0, 2*size) // at most two entries per node
-
+	}
+	if len(s.stack) == 0 {
+		// The stack grows with the walk's depth (growStack), which on most
+		// graphs is far below the tape's length (a few hundred entries for
+		// an MLP of 27k nodes; a chain's walk is as deep as the chain), so
+		// a pass does not allocate and clear room for the deepest walk a
+		// tape of its size could have.
+		s.stack = make([]int32, 1024)
 	}
 	s.gen++
 	if s.gen == 0 { // wrapped (every 255 passes): forget every old mark once
 		clear(s.mark)
 		s.gen = 1
 	}
+}
+
+// growStack doubles the walk's stack, keeping its first depth entries, and
+// returns it. It is out of line: it runs a handful of times per graph.
+//
+//go:noinline
+func (s *scratch) growStack(depth int) []int32 {
+	bigger := make([]int32, 2*len(s.stack))
+	copy(bigger, s.stack[:depth])
+	s.stack = bigger
+	return bigger
 }
 
 // topology fills g.scratch.topo with every node output reaches, each once,
@@ -96,10 +111,10 @@ func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 	s := &g.scratch
 	s.grow(len(g.nodes))
 	nodes, mark, pass, gen := g.nodes, s.mark, s.pass, s.gen
-	// topo and stack have room for the deepest walk (grow), so they are
-	// written by index: no append, hence no call in the loop and nothing
-	// spilled around one.
-	topo, stack := s.topo[:cap(s.topo)], s.stack[:cap(s.stack)]
+	// topo has room for every node (grow) and the stack is grown before a
+	// visit could overflow it, so both are written by index: no append, and
+	// the only call in the loop is the rare growStack.
+	topo, stack := s.topo[:cap(s.topo)], s.stack
 	placed, depth := 0, 0
 	// skip reports whether the walk does not enter node q from here.
 	skip := func(q int32) bool { return mark[q] == gen || (trackedOnly && !nodes[q].tracked) }
@@ -111,6 +126,9 @@ func (g *Graph) topology(output int32, trackedOnly bool) []int32 {
 			next := int32(-1)
 			if nd.arity > 0 && !skip(nd.operands[0]) {
 				next = nd.operands[0]
+			}
+			if depth+2 > len(stack) {
+				stack = s.growStack(depth)
 			}
 			if nd.arity == 2 && !skip(nd.operands[1]) {
 				stack[depth], stack[depth+1] = ^p, nd.operands[1]

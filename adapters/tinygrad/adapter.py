@@ -12,13 +12,14 @@ buffer in every tensor that holds it, and backward stops there; so a node is rea
 only once no later backward reaches it, as tinygrad's own graph of the whole program says (built
 once, unread, when there are two backwards or more, so that merged equal expressions count).
 Each node is then a kernel of its own op on realized operands, and the gradients read after that
-backward load them; the stored gradients are realized too, from the output back. Reading values
+backward load them; the stored gradients are realized too, from the output back (through a copy
+each in a program of two backwards or more, where realizing them read some wrong). Reading values
 through concatenations of lazy nodes instead (as this adapter did) fuses every value from the
 leaves: code quadratic in the depth, which clang refuses for a chain about 500 deep (bracket
 nesting beyond 256). What is left is tinygrad's own cost, 1 to 4 ms of scheduling per realized
 tensor on the kit's 2-core machine: llm/one-document (6,800 of them) takes 15 to 30 s, while
-llm/two-documents (16,000) and structure/deep-chain-10000 (20,000) take 40 to 90 s and may
-still exceed the adapter's 60 s.
+llm/two-documents (16,000, with a kernel per gradient copy: 135 s) and structure/deep-chain-10000
+(20,000, 58 to 94 s) exceed the adapter's 60 s.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is
@@ -97,6 +98,7 @@ def _last_reached(program: Program) -> dict[str, int]:
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
     last_reached = _last_reached(program)
+    copies = sum(step.op == "backward" for step in program) > 1
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
@@ -112,7 +114,14 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     def gradients() -> dict[str, float]:
         names = [name for name in tensors if tracked[name]]
         held = [name for name in reversed(names) if tensors[name].grad is not None]
-        read = dict(zip(held, _read([tensors[name].grad for name in held])))  # type: ignore[misc]
+        grads = [tensors[name].grad for name in held]
+        if copies:
+            # Realizing the accumulated gradients themselves, 128 to a schedule, read 35 parameters of
+            # llm/two-documents wrong after its second backward (p32 -0.00898, where a copy of the same
+            # gradient reads 0.01921, the contract's value): with two backwards or more, each gradient
+            # is read through a copy, which leaves its own UOp unrealized. Copies cost a kernel each.
+            grads = [g.contiguous() for g in grads]  # type: ignore[union-attr]
+        read = dict(zip(held, _read(grads)))  # type: ignore[arg-type]
         return {name: read.get(name, 0.0) for name in names}
 
     for index, step in enumerate(program):

@@ -18,8 +18,8 @@ through concatenations of lazy nodes instead (as this adapter did) fuses every v
 leaves: code quadratic in the depth, which clang refuses for a chain about 500 deep (bracket
 nesting beyond 256). What is left is tinygrad's own cost, 1 to 4 ms of scheduling per realized
 tensor on the kit's 2-core machine: llm/one-document (6,800 of them) takes 15 to 30 s, while
-llm/two-documents (16,000, with a kernel per gradient copy: 135 s) and structure/deep-chain-10000
-(20,000, 58 to 94 s) exceed the adapter's 60 s.
+llm/two-documents (16,000, with a kernel per gradient copy: 135 s) exceeds the adapter's 60 s and
+structure/deep-chain-10000 (20,000: 40 to 94 s) can.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is

@@ -7,14 +7,19 @@ so that no leaf is folded into the code of its consumers; ops are tinygrad's own
 ``output.backward(gradient=seed)``, which adds to ``.grad`` of every live tensor of the
 output's graph.
 
-Values are read without cutting the graph: never by realizing a node itself (tinygrad then
-makes it a buffer, and backward stops there), but through concatenations of 32 steps at a
-time, of all the steps since the last read (before each backward and zero_grad, and at the
-end of the case). A clone per value compiles a kernel per value (a 250-deep chain took two
-minutes); one concatenation of everything is built from as many padded copies (fan-out-1000
-took minutes). The gradients of one observation are read the same way. Every value is
-still a kernel fused from the leaves, so a graph thousands of nodes deep compiles code
-quadratic in its depth: the 10,000-deep chain and the LLM programs do not finish in 60 s.
+Values are read without cutting the graph backward walks. Realizing a tensor makes its UOp a
+buffer in every tensor that holds it, and backward stops there; so a node is realized and read
+only once no later backward reaches it, as tinygrad's own graph of the whole program says (built
+once, unread, when there are two backwards or more, so that merged equal expressions count).
+Each node is then a kernel of its own op on realized operands, and the gradients read after that
+backward load them; the stored gradients are realized too, from the output back (through a copy
+each in a program of two backwards or more, where realizing them read some wrong). Reading values
+through concatenations of lazy nodes instead (as this adapter did) fuses every value from the
+leaves: code quadratic in the depth, which clang refuses for a chain about 500 deep (bracket
+nesting beyond 256). What is left is tinygrad's own cost, 1 to 4 ms of scheduling per realized
+tensor on the kit's 2-core machine: llm/one-document (6,800 of them) takes 15 to 30 s, while
+llm/two-documents (16,000, with a kernel per gradient copy: 135 s) exceeds the adapter's 60 s and
+structure/deep-chain-10000 (20,000: 40 to 94 s) can.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is
@@ -33,7 +38,7 @@ from typing import Any
 
 from tinygrad import Tensor, dtypes
 
-from conformance.program import Program, reachable
+from conformance.program import Program, Step, reachable
 from conformance.serve import PYTHON_OPS, serve
 
 HELLO = {
@@ -47,71 +52,98 @@ HELLO = {
 OPS = PYTHON_OPS
 
 
-#: How many tensors one concatenation reads: tinygrad builds a concatenation of n from n padded copies.
-CHUNK = 32
+#: How many tensors one realize schedules: tinygrad's scheduling time grows with the square of a schedule's size.
+CHUNK = 128
 
 
 def _read(tensors: list[Tensor]) -> list[float]:
-    """The values of these tensors, read through concatenations of CHUNK of them, each one realize.
-
-    Reading a tensor itself (``t.numpy()``) realizes it into a buffer, which cuts the graph backward
-    walks; a concatenation leaves every tensor in it unrealized.
-    """
-    values: list[float] = []
+    """The values of these tensors, each realized (CHUNK to a schedule, in the order given) and read."""
     for start in range(0, len(tensors), CHUNK):
-        values += [float(v) for v in Tensor.cat(*tensors[start : start + CHUNK]).numpy()]
-    return values
+        Tensor.realize(*tensors[start : start + CHUNK])
+    return [t.item() for t in tensors]
 
 
 def _leaf(value: float) -> Tensor:
     return Tensor([value], dtype=dtypes.float64).realize()
 
 
+def _create(step: Step, tensors: dict[str, Tensor]) -> Tensor:
+    if step.op in ("variable", "constant"):
+        return _leaf(step.value)  # type: ignore[arg-type]
+    if step.op == "pow":
+        return tensors[step.operands[0]] ** step.exponent
+    return OPS[step.op](*(tensors[name] for name in step.operands))
+
+
+def _last_reached(program: Program) -> dict[str, int]:
+    """Per node, the index of the last backward whose output's graph holds the node's UOp (-1: none).
+
+    With two backwards or more, it is read from tinygrad's own graph of the whole program, built once
+    without reading anything, so that merged equal expressions count as the same node.
+    """
+    backwards = [index for index, step in enumerate(program) if step.op == "backward"]
+    if len(backwards) <= 1:
+        return dict.fromkeys((step.id for step in program if step.id is not None), backwards[-1] if backwards else -1)
+    tensors: dict[str, Tensor] = {}
+    for step in program:
+        if step.id is not None:
+            tensors[step.id] = _create(step, tensors)
+    last = dict.fromkeys(tensors, -1)
+    for index in backwards:
+        graph = tensors[program[index].output].uop.toposort()  # type: ignore[index]
+        last.update((name, index) for name, tensor in tensors.items() if tensor.uop in graph)
+    return last
+
+
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
+    last_reached = _last_reached(program)
+    copies = sum(step.op == "backward" for step in program) > 1
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
     observations: list[dict[str, Any]] = []
-    unread: list[tuple[dict[str, Any], Tensor]] = []
+    unread: dict[str, dict[str, Any]] = {}
 
-    def read_values() -> None:
-        for observation, value in zip([o for o, _ in unread], _read([t for _, t in unread])):
-            observation["value"] = value
-        unread.clear()
+    def read_values(index: int) -> None:
+        """Realize and read the value of every node that no backward after step ``index`` reaches."""
+        names = [name for name in unread if last_reached[name] <= index]
+        for name, value in zip(names, _read([tensors[name] for name in names])):
+            unread.pop(name)["value"] = value
 
     def gradients() -> dict[str, float]:
         names = [name for name in tensors if tracked[name]]
-        held = [name for name in names if tensors[name].grad is not None]
-        read = dict(zip(held, _read([tensors[name].grad for name in held])))  # type: ignore[misc]
+        held = [name for name in reversed(names) if tensors[name].grad is not None]
+        grads = [tensors[name].grad for name in held]
+        if copies:
+            # Realizing the accumulated gradients themselves, 128 to a schedule, read 35 parameters of
+            # llm/two-documents wrong after its second backward (p32 -0.00898, where a copy of the same
+            # gradient reads 0.01921, the contract's value): with two backwards or more, each gradient
+            # is read through a copy, which leaves its own UOp unrealized. Copies cost a kernel each.
+            grads = [g.contiguous() for g in grads]  # type: ignore[union-attr]
+        read = dict(zip(held, _read(grads)))  # type: ignore[arg-type]
         return {name: read.get(name, 0.0) for name in names}
 
-    for step in program:
+    for index, step in enumerate(program):
         if step.id is not None:
+            tensors[step.id] = _create(step, tensors)
             if step.op in ("variable", "constant"):
-                tensor = _leaf(step.value)  # type: ignore[arg-type]
                 tracked[step.id] = step.op == "variable"
-            elif step.op == "pow":
-                tensor = tensors[step.operands[0]] ** step.exponent
-                tracked[step.id] = tracked[step.operands[0]]
             else:
-                tensor = OPS[step.op](*(tensors[name] for name in step.operands))
                 tracked[step.id] = step.op != "detach" and any(tracked[name] for name in step.operands)
-            tensors[step.id] = tensor
             operands[step.id] = () if step.op == "detach" else step.operands
-            observation: dict[str, Any] = {"tracked": tracked[step.id]}
-            unread.append((observation, tensor))
-            observations.append(observation)
+            unread[step.id] = {"tracked": tracked[step.id]}
+            observations.append(unread[step.id])
             continue
-        read_values()
         if step.op == "backward":
             seed = 1.0 if step.seed is None else step.seed
             tensors[step.output].backward(gradient=Tensor([seed], dtype=dtypes.float64))  # type: ignore[index]
         else:
             for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 tensors[name].grad = None
+        read_values(index)
         observations.append({"gradients": gradients()})
-    read_values()
+    read_values(len(program))
     return observations
 
 

@@ -72,8 +72,8 @@ def run_program(program: Program, *, record_pass: bool = True) -> list[Observati
 
 def pass_record(record: ReferencePassRecord, names: dict[Node, str]) -> PassRecord:
     """The reference's pass record with nodes named by program id."""
-    # From the record's raw columns: the same numbers as ``record.nodes``/``record.edges``, without
-    # building the reference's record objects first.
+    # From the record's raw columns and rows: the same numbers as ``record.nodes``/``record.edges``,
+    # without building the reference's record objects first.
     return PassRecord(
         seed=record.seed,
         nodes=[
@@ -82,6 +82,6 @@ def pass_record(record: ReferencePassRecord, names: dict[Node, str]) -> PassReco
         ],
         edges=[
             EdgeRecord(names[consumer], slot, names[operand], local, upstream, contribution, tracked, before, after)
-            for consumer, slot, operand, local, upstream, contribution, tracked, before, after in record.edge_rows
+            for consumer, slot, operand, local, upstream, contribution, tracked, before, after in record.edge_rows()
         ],
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Union
+from typing import Iterator, Optional, Union
 
 from .errors import (
     NonFiniteAccumulatedGradient,
@@ -159,7 +159,6 @@ class Node:
         position = {node: index for index, node in enumerate(topo)}
         pass_adjoints: list[Optional[float]] = [0.0 if node.tracked else None for node in topo]
         pass_adjoints[-1] = seed
-        edges: list[tuple[Any, ...]] = []
         for consumer_index in range(len(topo) - 1, -1, -1):
             consumer = topo[consumer_index]
             upstream = pass_adjoints[consumer_index]
@@ -180,9 +179,6 @@ class Node:
                     if not _isfinite(after):  # type: ignore[arg-type]
                         raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
                     pass_adjoints[operand_index] = after
-                else:
-                    before = after = None
-                edges.append((consumer, slot, operand, local, upstream, contribution, operand.tracked, before, after))
                 slot += 1
         prospective: list[Optional[float]] = []
         for node, pass_adjoint in zip(topo, pass_adjoints):
@@ -199,7 +195,9 @@ class Node:
         for node, committed in zip(topo, prospective):
             if committed is not None:
                 node._grad = committed
-        return PassRecord(seed, tuple(topo), tuple(pass_adjoints), tuple(prospective), tuple(edges))
+        # The record's edges are this sweep again, done when first read (PassRecord.edges): a pass keeps
+        # nothing per edge, which on a long chain was half its memory.
+        return PassRecord(seed, tuple(topo), tuple(pass_adjoints), tuple(prospective))
 
     def zero_grad(self) -> None:
         """Set the stored gradient of every tracked node reachable from this node to 0.0."""

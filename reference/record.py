@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 if TYPE_CHECKING:
     from .node import Node
@@ -54,16 +54,16 @@ class EdgeRecord:
 class PassRecord:
     """A successful backward pass: the seed, nodes in topology order, edges in processing order.
 
-    ``nodes`` and ``edges`` are built from the raw columns and rows the first
-    time they are read, so a backward whose record nobody inspects (a training
-    step) does not pay for a hundred thousand record objects.
+    ``nodes`` and ``edges`` are built the first time they are read, so a backward
+    whose record nobody inspects (a training step) does not pay for a hundred
+    thousand record objects; the edges are computed again then, from the
+    topology and the seed.
     """
 
     seed: float
     topology: tuple["Node", ...] = field(repr=False)
     pass_adjoints: tuple[Optional[float], ...] = field(repr=False)
     stored_gradients: tuple[Optional[float], ...] = field(repr=False)
-    edge_rows: tuple[tuple[Any, ...], ...] = field(repr=False)
 
     @cached_property
     def nodes(self) -> tuple[NodeRecord, ...]:
@@ -76,4 +76,32 @@ class PassRecord:
     @cached_property
     def edges(self) -> tuple[EdgeRecord, ...]:
         """Every operand edge, in the order backward processed them."""
-        return tuple(EdgeRecord(*row) for row in self.edge_rows)
+        return tuple(EdgeRecord(*row) for row in self.edge_rows())
+
+    def edge_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The fields of every EdgeRecord, in order, without building the records.
+
+        The pass's reverse sweep done again (``Node._backward`` keeps nothing per edge): the
+        same products and sums in the same order give the same floats, which the check at the
+        end confirms against the pass adjoints the pass itself kept.
+        """
+        topology = self.topology
+        position = {node: index for index, node in enumerate(topology)}
+        running: list[Optional[float]] = [0.0 if node.tracked else None for node in topology]
+        running[-1] = self.seed
+        for consumer_index in range(len(topology) - 1, -1, -1):
+            consumer = topology[consumer_index]
+            upstream = running[consumer_index]
+            if upstream is None:
+                upstream = 0.0
+            for slot, (operand, local) in enumerate(zip(consumer.operands, consumer.local_derivatives)):
+                contribution = upstream * local
+                before = after = None
+                if operand.tracked:
+                    operand_index = position[operand]
+                    before = running[operand_index]
+                    assert before is not None
+                    running[operand_index] = after = before + contribution
+                yield consumer, slot, operand, local, upstream, contribution, operand.tracked, before, after
+        if tuple(running) != self.pass_adjoints:  # pragma: no cover - the two sweeps would have drifted apart
+            raise AssertionError("the replayed sweep does not end at the pass's adjoints")

@@ -159,3 +159,28 @@ def test_a_creation_error_creates_nothing_and_names_its_fields():
         raise AssertionError("exp(1000) must fail")
     except reference.NonFiniteResult as error:
         assert error.kind == "non-finite-result" and error.fields == {"operation": "exp", "value": math.inf}
+
+
+@given(programs(max_steps=16))
+def test_a_pass_records_every_operand_edge_once_and_its_sums_reach_the_pass_adjoints(program):
+    # The record's edges are the pass's sweep done again when read (reference/record.py): they must
+    # show each edge of the topology exactly once, in reverse topological order, each contribution
+    # the product of its upstream and local derivative, and running sums that end at the pass adjoints.
+    nodes = build(program)
+    for output in {nodes[s.output] for s in program if s.op == "backward" and s.output in nodes}:
+        try:
+            record = output.backward()
+        except EngineError:
+            continue
+        order = {node: index for index, node in enumerate(record.topology)}
+        expected = [(c, slot) for c in reversed(record.topology) for slot in range(len(c.operands))]
+        assert [(e.consumer, e.slot) for e in record.edges] == expected
+        last_after = {}
+        for edge in record.edges:
+            assert bits(edge.contribution) == bits(edge.upstream * edge.local_derivative)
+            assert edge.operand is edge.consumer.operands[edge.slot] and order[edge.operand] < order[edge.consumer]
+            if edge.operand_tracked:
+                last_after[edge.operand] = edge.after
+        for node, adjoint in zip(record.topology, record.pass_adjoints):
+            if node in last_after:
+                assert bits(last_after[node]) == bits(adjoint)

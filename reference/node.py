@@ -43,7 +43,7 @@ class Node:
     Equality is identity: two nodes with equal values are different nodes.
     """
 
-    __slots__ = ("value", "tracked", "operation", "operands", "local_derivatives", "exponent", "_grad")
+    __slots__ = ("value", "tracked", "operation", "operands", "local_derivatives", "exponent", "_grad", "_walk", "_place")
 
     def __init__(
         self,
@@ -61,6 +61,9 @@ class Node:
         self.tracked = tracked
         self.exponent = exponent
         self._grad: Optional[float] = 0.0 if tracked else None
+        # Scratch of topology(): the last walk that reached this node, and its place in that walk's order.
+        self._walk: Optional[object] = None
+        self._place = 0
 
     def __repr__(self) -> str:
         return f"Node({self.operation}, value={self.value!r}, grad={self._grad!r})"
@@ -155,8 +158,7 @@ class Node:
         seed = float(seed)
         if not _isfinite(seed):
             raise NonFiniteSeed(seed=seed)
-        topo = topology(self)
-        position = {node: index for index, node in enumerate(topo)}
+        topo = topology(self)  # which also leaves each node's index in topo in its _place
         pass_adjoints: list[Optional[float]] = [0.0 if node.tracked else None for node in topo]
         pass_adjoints[-1] = seed
         for consumer_index in range(len(topo) - 1, -1, -1):
@@ -172,7 +174,7 @@ class Node:
                         consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
                 if operand.tracked:
-                    operand_index = position[operand]
+                    operand_index = operand._place
                     before = pass_adjoints[operand_index]
                     assert before is not None
                     after: Optional[float] = before + contribution
@@ -227,9 +229,15 @@ def topology(output: Node) -> list[Node]:
 
     The canonical order: depth-first post-order from the output, operands
     visited in slot order. Iterative, so depth is limited only by memory.
+
+    Each node it reaches is marked with this walk's token and left with its
+    index in the order (``_walk``, ``_place``), which backward reads: a set of
+    visited nodes and a dict of places, a million entries each on a long chain,
+    cost more per node the larger they grow.
     """
+    walk = object()
     order: list[Node] = []
-    visited = {output}
+    output._walk = walk
     nodes = [output]
     next_slot = [0]
     while nodes:
@@ -238,13 +246,14 @@ def topology(output: Node) -> list[Node]:
         if slot < len(node.operands):
             next_slot[-1] = slot + 1
             operand = node.operands[slot]
-            if operand not in visited:
-                visited.add(operand)
+            if operand._walk is not walk:
+                operand._walk = walk
                 nodes.append(operand)
                 next_slot.append(0)
         else:
             nodes.pop()
             next_slot.pop()
+            node._place = len(order)
             order.append(node)
     return order
 

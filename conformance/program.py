@@ -171,11 +171,10 @@ def well_formed(steps: Iterable[Step]) -> bool:
                 return False
             if step.repeat is not None and (op == "detach" or not 1 <= step.repeat <= MAX_REPEAT):
                 return False
-        if step.repeat is not None or "[" in node_id:
-            try:
-                chains.check(step, "")
-            except ProgramError:
-                return False
+        try:
+            chains.check(step, "")
+        except ProgramError:
+            return False
         known.add(node_id)
     return True
 
@@ -192,6 +191,8 @@ class _Chains:
 
     def check(self, step: Step, where: str) -> None:
         assert step.id is not None
+        if step.repeat is None and "[" not in step.id:  # most steps: nothing to check, and no pattern to match
+            return
         match = _INDEXED.match(step.id)
         if match:
             base, k = match.group(1), int(match.group(2))

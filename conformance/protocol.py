@@ -450,7 +450,7 @@ def decode_run_request(line: bytes) -> Optional[RunRequest]:
     taken only when that gives back the very same bytes (so no field was dropped, defaulted or converted)
     and ``program.well_formed`` accepts its steps. Every other line, a hello, a shutdown, a request with
     non-finite numbers or a mistake, goes the careful way (``wire.loads`` and ``parse_program``), which
-    names what is wrong; both ways agree on every line they both take (tests/test_protocol.py).
+    names what is wrong; both ways agree on every line they both take (tests/test_run_requests.py).
     """
     line = line.rstrip(b"\r\n")
     try:

@@ -315,8 +315,8 @@ class SubprocessTransport:
             if self._ahead:
                 self._ahead.popleft()  # sent already: the adapter may have answered it by now
             else:
-                held, self._held = self._held, None
-                line = held[3] if held and held[0] == case and held[1] is program and held[2] == records else None
+                line = self._held_line(case, program, records)
+                self._held = None
                 self._send(line or run_request(case, program, records), f"case {case}", deadline, limit)
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
@@ -337,7 +337,7 @@ class SubprocessTransport:
             return True
         if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
             return False
-        if self._held and self._held[0] == case and self._held[1] is program:
+        if self._held_line(case, program, records) is not None:
             return False
         line = run_request(case, program, records)
         if len(line) >= AHEAD_MAX_BYTES:
@@ -351,6 +351,13 @@ class SubprocessTransport:
         self._ahead.append(case)
         self.sent_ahead += 1
         return True
+
+    def _held_line(self, case: str, program: Program, records: bool) -> Optional[bytes]:
+        """The request ``send_ahead`` encoded for this very case and found too large to send ahead, if any."""
+        held = self._held
+        if held is not None and held[0] == case and held[1] is program and held[2] == records:
+            return held[3]
+        return None
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""

@@ -17,6 +17,7 @@ the protocol's overhead.
 from __future__ import annotations
 
 import collections
+import fcntl
 import os
 import selectors
 import shlex
@@ -65,10 +66,11 @@ CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
 #: its steps at this rate (a repeated step counted once per application), so a million-node chain gets
 #: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
 MIN_STEPS_PER_SECOND = 25_000
-#: How many run requests the harness sends before their turn (docs/protocol.md, "Pipelining"), and the
-#: largest it sends early: a small request always fits in the pipe, so sending it never waits.
+#: How many run requests the harness sends before their turn (docs/protocol.md, "Transport"). Writing one
+#: never waits: what the pipe does not take at once is kept, and written whenever the harness waits on the adapter.
 AHEAD = 2
-AHEAD_MAX_BYTES = 16 * 1024
+#: The pipe size asked for each way (Linux's default pipe-max-size): the corpus's largest reply fits.
+PIPE_BYTES = 1 << 20
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
 _EXIT_GRACE = 0.3
 
@@ -241,7 +243,8 @@ class SubprocessTransport:
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
         self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
-        self._held: Optional[tuple[str, Program, bool, bytes]] = None  # a request too large to send ahead, kept for its turn
+        # Request bytes the pipe has not taken yet, in order, each with what it is for ("case <id>").
+        self._outbox: collections.deque[tuple[str, memoryview]] = collections.deque()
         self.restarts = 0
         self.sent_ahead = 0
         """How many run requests were sent before their turn (``send_ahead``)."""
@@ -251,6 +254,7 @@ class SubprocessTransport:
     def _start(self, timeout: float) -> Handshake:
         self._stderr = collections.deque(maxlen=200)
         self._buffer = bytearray()
+        self._outbox = collections.deque()
         try:
             # A session of its own: the adapter and everything it spawns form one process group,
             # which _kill ends as a whole.
@@ -266,12 +270,14 @@ class SubprocessTransport:
             )
         except OSError as error:
             raise AdapterFault(f"cannot start adapter {shlex.join(self.argv)}: {error.strerror or error}", kind="start") from None
-        assert self.process.stdin is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
         os.set_blocking(self.process.stdin.fileno(), False)
+        for pipe in (self.process.stdin, self.process.stdout):
+            _widen(pipe.fileno())
         self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
         self._drain.start()
         deadline = time.monotonic() + timeout
-        self._send(hello_request(), "the handshake", deadline, timeout)
+        self._post(hello_request(), "the handshake")
         line = self._read_line(deadline, timeout, "the handshake")
         try:
             return Handshake.parse(self._decoded(line, "the handshake", decode_hello))
@@ -315,9 +321,7 @@ class SubprocessTransport:
             if self._ahead:
                 self._ahead.popleft()  # sent already: the adapter may have answered it by now
             else:
-                line = self._held_line(case, program, records)
-                self._held = None
-                self._send(line or run_request(case, program, records), f"case {case}", deadline, limit)
+                self._post(run_request(case, program, records), f"case {case}")
             line = self._read_line(deadline, limit, f"case {case}")
             return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
         except AdapterFault as fault:
@@ -329,41 +333,25 @@ class SubprocessTransport:
         """Send the run request of the case to be run next, before its turn; True when it is (or was) sent.
 
         The adapter then works on it while the harness compares the reply before it; ``run`` for
-        that case only reads the reply. Nothing is sent when the adapter is not running, AHEAD
-        requests are already out, or the request is larger than AHEAD_MAX_BYTES; a request that
-        cannot be written at once ends the process, and the next ``run`` starts it afresh.
+        that case only reads the reply. Nothing is sent when the adapter is not running or AHEAD
+        requests are already out. Sending never waits: what the pipe does not take at once is
+        written while the harness waits for a reply.
         """
         if case in self._ahead:
             return True
         if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
             return False
-        if self._held_line(case, program, records) is not None:
-            return False
-        line = run_request(case, program, records)
-        if len(line) >= AHEAD_MAX_BYTES:
-            self._held = (case, program, records, line)  # encoded once: ``run`` sends it at its turn
-            return False
-        try:
-            self._send(line, f"case {case}", time.monotonic() + 1.0, 1.0)
-        except AdapterFault:
-            self._kill()
-            return False
+        self._post(run_request(case, program, records), f"case {case}")
         self._ahead.append(case)
         self.sent_ahead += 1
         return True
-
-    def _held_line(self, case: str, program: Program, records: bool) -> Optional[bytes]:
-        """The request ``send_ahead`` encoded for this very case and found too large to send ahead, if any."""
-        held = self._held
-        if held is not None and held[0] == case and held[1] is program and held[2] == records:
-            return held[3]
-        return None
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
         if self.process is not None and self.process.poll() is None:
             try:
-                self._send(shutdown_request(), "shutdown", time.monotonic() + 1.0, 1.0)
+                self._post(shutdown_request(), "shutdown")
+                self._send_all("shutdown", time.monotonic() + 1.0, 1.0)
                 self.process.wait(timeout=2)
             except (AdapterFault, subprocess.TimeoutExpired):
                 pass
@@ -372,6 +360,7 @@ class SubprocessTransport:
     def _kill(self) -> None:
         process, self.process, self.hello = self.process, None, None
         self._ahead.clear()
+        self._outbox.clear()
         if process is None:
             return
         try:
@@ -395,32 +384,55 @@ class SubprocessTransport:
 
     # -- lines -------------------------------------------------------------------
 
-    def _send(self, line: bytes, during: str, deadline: float, timeout: float) -> None:
-        """Write one request line without ever blocking past the deadline (an adapter may stop reading)."""
+    def _post(self, line: bytes, during: str) -> None:
+        """Queue one request line and write as much of the queue as the pipe takes now; never waits."""
+        self._outbox.append((during, memoryview(line + b"\n")))
+        self._write_some()
+
+    def _write_some(self) -> None:
+        """Write queued request bytes until the pipe is full or the queue empty.
+
+        An adapter that has exited (or closed its input) drops the queue: its replies to the
+        requests it did read are still read, and the read after them names the exit.
+        """
         assert self.process is not None and self.process.stdin is not None
-        data = memoryview(line + b"\n")
         fd = self.process.stdin.fileno()
+        while self._outbox:
+            during, data = self._outbox[0]
+            try:
+                written = os.write(fd, data)
+            except BlockingIOError:
+                return
+            except OSError:  # BrokenPipeError above all
+                self._outbox.clear()
+                return
+            if written == len(data):
+                self._outbox.popleft()
+            else:
+                self._outbox[0] = (during, data[written:])
+
+    def _send_all(self, during: str, deadline: float, timeout: float) -> None:
+        """Wait, never past the deadline, until every queued request byte is written."""
+        assert self.process is not None and self.process.stdin is not None
         with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_WRITE)
-            while data:
+            selector.register(self.process.stdin.fileno(), selectors.EVENT_WRITE)
+            while self._outbox:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AdapterFault(
-                        f"timed out after {timeout:g} s writing the request during {during}: the adapter stopped "
-                        f"reading its input with {len(data)} bytes of the request still unsent",
-                        kind="timeout",
-                        hint="does the adapter read stdin one line at a time, and answer each request before the next?",
-                    )
+                    raise self._unread_fault(timeout, during)
                 if not selector.select(min(remaining, 0.2)):
                     self._raise_if_exited(during)
                     continue
-                try:
-                    written = os.write(fd, data)
-                except BlockingIOError:
-                    continue
-                except (BrokenPipeError, OSError):
-                    raise AdapterFault(self._exit_message(during), self.stderr_tail(), kind="exit") from None
-                data = data[written:]
+                self._write_some()
+
+    def _unread_fault(self, timeout: float, during: str) -> AdapterFault:
+        unsent = sum(len(data) for label, data in self._outbox if label == during)
+        return AdapterFault(
+            f"timed out after {timeout:g} s writing the request during {during}: the adapter stopped "
+            f"reading its input with {unsent} bytes of the request still unsent",
+            kind="timeout",
+            hint="does the adapter read stdin one line at a time, and answer each request before the next?",
+        )
 
     def _exit_message(self, during: str) -> str:
         assert self.process is not None
@@ -460,9 +472,11 @@ class SubprocessTransport:
             raise AdapterFault(f"{during}: the reply breaks the protocol: {error}") from None
 
     def _read_line(self, deadline: float, timeout: float, during: str) -> bytes:
-        assert self.process is not None and self.process.stdout is not None
-        stdout = self.process.stdout
+        """The next line on stdout; queued request bytes are written meanwhile, as the adapter reads them."""
+        assert self.process is not None and self.process.stdout is not None and self.process.stdin is not None
+        stdout, stdin = self.process.stdout.fileno(), self.process.stdin.fileno()
         exited_at: Optional[float] = None
+        writing = False
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             scanned = 0  # the buffer holds no newline before this offset: each byte is searched once
@@ -472,17 +486,30 @@ class SubprocessTransport:
                     raise AdapterFault(
                         f"oversized reply during {during}: more than {self.max_line} bytes without a newline", kind="oversized"
                     )
+                if bool(self._outbox) != writing:  # wait for room in the pipe only while there is something to write
+                    writing = not writing
+                    if writing:
+                        selector.register(stdin, selectors.EVENT_WRITE)
+                    else:
+                        selector.unregister(stdin)
                 now = time.monotonic()
                 if now >= deadline:
+                    if any(label == during for label, _ in self._outbox):
+                        raise self._unread_fault(timeout, during)
                     raise self._timeout_fault(timeout, during)
-                if not selector.select(min(deadline - now, 0.2)):
+                events = selector.select(min(deadline - now, 0.2))
+                if not events:
                     # No data: is the adapter gone while something else keeps the pipe open?
                     if self.process.poll() is not None:
                         exited_at = exited_at or now
                         if now - exited_at >= _EXIT_GRACE:
                             self._raise_if_exited(during)
                     continue
-                chunk = os.read(stdout.fileno(), 1 << 20)
+                if any(key.fd == stdin for key, _ in events):
+                    self._write_some()
+                if not any(key.fd == stdout for key, _ in events):
+                    continue
+                chunk = os.read(stdout, 1 << 20)
                 if not chunk:
                     partial = f" (it wrote a partial line: {_clip(self._buffer)})" if self._buffer else ""
                     raise AdapterFault(self._exit_message(during) + partial, self.stderr_tail(), kind="exit")
@@ -506,6 +533,15 @@ class SubprocessTransport:
             kind="timeout",
             hint=hint,
         )
+
+
+def _widen(fd: int) -> None:
+    """Give a pipe room for PIPE_BYTES where the system allows it (Linux), so that requests sent ahead
+    and replies written ahead wait in the pipe rather than stopping their writer."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError):  # not Linux, or above the system's pipe-max-size: the default stays
+        pass
 
 
 def _clip(value: Any, limit: int = 200) -> str:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import collections
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conformance.fixture import load_corpus
+from conformance.program import parse_program
 from conformance.protocol import run_request
 from conformance.runner import run_adapter
-from conformance.transport import SubprocessTransport
+from conformance.transport import PIPE_BYTES, AdapterFault, SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakes" / "fault_adapter.py"
@@ -124,8 +126,10 @@ def test_requests_are_sent_ahead_and_change_no_result(monkeypatch):
             runs[ahead] = run_adapter("python", transport, corpus, [])
         finally:
             transport.close()
-        assert (transport.sent_ahead > len(corpus) // 2) == (ahead > 0)
-        # Each request is encoded once, also one too large to send ahead (kept for its turn).
+        # Every case but the first is sent ahead, the large ones too (a part at a time, as the pipe takes them).
+        assert transport.sent_ahead == (len(corpus) - 1 if ahead else 0)
+        assert max(len(run_request(f.id, f.program)) for f in corpus) > 64 * 1024  # more than a default pipe holds
+        # Each request is encoded once.
         assert max(encoded.values()) == 1 and len(encoded) == len(corpus)
     assert [(r.case, r.level, r.outcome) for r in runs[2].results] == [(r.case, r.level, r.outcome) for r in runs[0].results]
     assert {r.outcome for r in runs[2].results} == {"passed"}
@@ -135,3 +139,24 @@ def test_a_case_sent_ahead_is_sent_again_after_the_case_before_it_crashed():
     run, transport = run_with("crash")
     assert transport.sent_ahead >= 1  # diamond was sent while the adapter was still alive
     assert outcomes(run)["structure/diamond"] == {"passed"}
+
+
+def test_an_adapter_that_stops_reading_its_input_is_named_with_the_request_left_unsent():
+    # A program whose request is larger than the pipe, to an adapter that answers hello and then stops reading.
+    steps = [{"id": "x", "op": "variable", "value": 0.5}]
+    steps += [{"id": f"n{i}", "op": "neg", "operands": [steps[-1]["id"]]} for i in range(PIPE_BYTES // 30)]
+    program = parse_program(steps, "test")
+    assert len(run_request("big/chain", program)) > PIPE_BYTES
+    unresponsive = Path(__file__).parent / "fakes" / "unresponsive_adapter.py"
+    transport = SubprocessTransport([sys.executable, str(unresponsive), "deaf", "stops-reading"])
+    started = time.monotonic()
+    try:
+        with pytest.raises(AdapterFault) as fault:
+            transport.run("big/chain", program, timeout=1.0)
+    finally:
+        transport.close()
+    assert time.monotonic() - started < 10  # the start, a second of waiting, the kill
+    message = str(fault.value)
+    assert "timed out after 1 s writing the request during case big/chain" in message
+    assert "the adapter stopped reading its input with" in message and "bytes of the request still unsent" in message
+    assert fault.value.kind == "timeout" and "one line at a time" in fault.value.hint

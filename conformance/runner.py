@@ -275,6 +275,9 @@ class AdapterSession:
         self._streak_started = 0.0
         self._attempt_started = 0.0
         self._faulted = False
+        # Per case id, what send_ahead sends for it under the hello _planned_for (_request).
+        self._planned: dict[str, Optional[bool]] = {}
+        self._planned_for: Optional[Handshake] = None
 
     def run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         """Every level's result for one case; never raises for adapter faults.
@@ -291,13 +294,23 @@ class AdapterSession:
         send = getattr(self.transport, "send_ahead", None)
         if send is None or self.hello is None or self.down is not None:
             return
+        if self._planned_for is not self.hello:
+            self._planned, self._planned_for = {}, self.hello
         for fixture in upcoming:
-            if support_gap(fixture, self.hello):
-                continue
-            gaps = level_gaps(fixture, self.hello)
-            levels = [level for level in fixture.levels if level not in gaps]
-            if levels and not send(fixture.id, fixture.program, records=reads_records(levels)):
+            if fixture.id not in self._planned:
+                self._planned[fixture.id] = self._request(fixture, self.hello)
+            records = self._planned[fixture.id]
+            if records is not None and not send(fixture.id, fixture.program, records=records):
                 return
+
+    @staticmethod
+    def _request(fixture: Fixture, hello: Handshake) -> Optional[bool]:
+        """Whether the case's request asks for pass records; None when the adapter runs none of its levels."""
+        if support_gap(fixture, hello):
+            return None
+        gaps = level_gaps(fixture, hello)
+        levels = [level for level in fixture.levels if level not in gaps]
+        return reads_records(levels) if levels else None
 
     def _run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         if self.down is not None:

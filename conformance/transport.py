@@ -66,9 +66,11 @@ CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
 #: its steps at this rate (a repeated step counted once per application), so a million-node chain gets
 #: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
 MIN_STEPS_PER_SECOND = 25_000
-#: How many run requests the harness sends before their turn (docs/protocol.md, "Transport"). Writing one
-#: never waits: what the pipe does not take at once is kept, and written whenever the harness waits on the adapter.
-AHEAD = 2
+#: How many run requests the harness sends before their turn at most (docs/protocol.md, "Transport"), so
+#: that the adapter works through the cases while the harness compares. Writing one never waits: what the
+#: pipe does not take at once is kept, and written whenever the harness waits on the adapter; no more is
+#: sent ahead while PIPE_BYTES of it wait unwritten.
+AHEAD = 64
 #: The pipe size asked for each way (Linux's default pipe-max-size): the corpus's largest reply fits.
 PIPE_BYTES = 1 << 20
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
@@ -243,6 +245,7 @@ class SubprocessTransport:
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
         self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
+        self._ahead_count: collections.Counter[str] = collections.Counter()  # the same, counted by case
         # Request bytes the pipe has not taken yet, in order, each with what it is for ("case <id>").
         self._outbox: collections.deque[tuple[str, memoryview]] = collections.deque()
         self.restarts = 0
@@ -319,7 +322,7 @@ class SubprocessTransport:
             self.handshake()
         try:
             if self._ahead:
-                self._ahead.popleft()  # sent already: the adapter may have answered it by now
+                self._ahead_count[self._ahead.popleft()] -= 1  # sent already: the adapter may have answered it by now
             else:
                 self._post(run_request(case, program, records), f"case {case}")
             line = self._read_line(deadline, limit, f"case {case}")
@@ -333,16 +336,19 @@ class SubprocessTransport:
         """Send the run request of the case to be run next, before its turn; True when it is (or was) sent.
 
         The adapter then works on it while the harness compares the reply before it; ``run`` for
-        that case only reads the reply. Nothing is sent when the adapter is not running or AHEAD
-        requests are already out. Sending never waits: what the pipe does not take at once is
-        written while the harness waits for a reply.
+        that case only reads the reply. Nothing is sent when the adapter is not running, AHEAD
+        requests are already out, or PIPE_BYTES of requests wait unwritten. Sending never waits:
+        what the pipe does not take at once is written while the harness waits for a reply.
         """
-        if case in self._ahead:
+        if self._ahead_count[case] > 0:
             return True
-        if self.process is None or self.hello is None or self.process.poll() is not None or len(self._ahead) >= AHEAD:
+        if self.process is None or self.hello is None or len(self._ahead) >= AHEAD or self._unsent() >= PIPE_BYTES:
+            return False
+        if self.process.poll() is not None:
             return False
         self._post(run_request(case, program, records), f"case {case}")
         self._ahead.append(case)
+        self._ahead_count[case] += 1
         self.sent_ahead += 1
         return True
 
@@ -360,6 +366,7 @@ class SubprocessTransport:
     def _kill(self) -> None:
         process, self.process, self.hello = self.process, None, None
         self._ahead.clear()
+        self._ahead_count.clear()
         self._outbox.clear()
         if process is None:
             return
@@ -388,6 +395,9 @@ class SubprocessTransport:
         """Queue one request line and write as much of the queue as the pipe takes now; never waits."""
         self._outbox.append((during, memoryview(line + b"\n")))
         self._write_some()
+
+    def _unsent(self) -> int:
+        return sum(len(data) for _, data in self._outbox)
 
     def _write_some(self) -> None:
         """Write queued request bytes until the pipe is full or the queue empty.

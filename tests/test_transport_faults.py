@@ -160,3 +160,22 @@ def test_an_adapter_that_stops_reading_its_input_is_named_with_the_request_left_
     assert "timed out after 1 s writing the request during case big/chain" in message
     assert "the adapter stopped reading its input with" in message and "bytes of the request still unsent" in message
     assert fault.value.kind == "timeout" and "one line at a time" in fault.value.hint
+
+
+def test_requests_sent_ahead_to_an_adapter_that_does_not_read_stop_at_a_bound():
+    # Each request a third of the pipe: the pipe takes three, the harness keeps up to a pipe's worth more, then stops.
+    steps = [{"id": "x", "op": "variable", "value": 0.5}]
+    steps += [{"id": f"n{i}", "op": "neg", "operands": [steps[-1]["id"]]} for i in range(PIPE_BYTES // 90)]
+    program = parse_program(steps, "test")
+    size = len(run_request("big/0", program))
+    assert PIPE_BYTES // 4 < size < PIPE_BYTES // 2
+    unresponsive = Path(__file__).parent / "fakes" / "unresponsive_adapter.py"
+    transport = SubprocessTransport([sys.executable, str(unresponsive), "deaf", "bounded-ahead"])
+    try:
+        transport.handshake()
+        sent = [transport.send_ahead(f"big/{i}", program) for i in range(40)]
+    finally:
+        transport.close()
+    accepted = sent.count(True)
+    assert sent == [True] * accepted + [False] * (40 - accepted)
+    assert 3 <= accepted <= 2 * PIPE_BYTES // size + 2

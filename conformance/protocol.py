@@ -214,6 +214,18 @@ class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True
 
 def shape_problem(step: Step, observation: Observation) -> Optional[str]:
     """What is wrong with the shape of ``observation`` for ``step`` (docs/protocol.md), or None."""
+    # The shapes of a run that went well, told apart without building sets.
+    if observation.error is None and observation.pass_ is None and step.id is not None:  # a creation
+        if observation.value is not None and observation.tracked is not None and observation.gradients is None:
+            return None
+    elif observation.error is None and observation.value is None and observation.tracked is None and step.id is None:
+        if observation.gradients is not None and (observation.pass_ is None or step.op == "backward"):
+            return None
+    return _shape_problem(step, observation)
+
+
+def _shape_problem(step: Step, observation: Observation) -> Optional[str]:
+    """``shape_problem`` worked out from the sets of fields present and allowed."""
     has = {name for name in ("value", "tracked", "error", "gradients") if getattr(observation, name) is not None}
     if observation.pass_ is not None:
         has.add("pass")
@@ -403,10 +415,12 @@ _ENCODER = msgspec.json.Encoder()
 
 def encode_result(result: Result) -> bytes:
     """A result as one JSON line (without the newline), floats in the wire encoding."""
-    if all(_finite(observation) for observation in result.observations):
-        return _ENCODER.encode(result)
-    # msgspec writes inf and nan as null; the wire names them. Rare: a failed step's error fields, or a broken engine.
-    return _careful(result)
+    line = _ENCODER.encode(result)
+    # msgspec writes inf and nan as null; the wire names them. A reply without ``:null`` has neither; one with it
+    # may still hold only the nulls of a pass record's untracked nodes, which the sums of _finite tell apart.
+    if b":null" not in line or all(_finite(observation) for observation in result.observations):
+        return line
+    return _careful(result)  # rare: a failed step's error fields, or a broken engine
 
 
 def _careful(message: msgspec.Struct) -> bytes:

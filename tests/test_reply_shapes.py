@@ -1,0 +1,76 @@
+"""The shape of each observation in a reply: the quick test for a run that went well agrees with the full one."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from conformance.program import parse_program
+from conformance.protocol import (
+    ErrorInfo,
+    NodeRecord,
+    Observation,
+    PassRecord,
+    ProtocolError,
+    Result,
+    _shape_problem,
+    decode_reply,
+    encode_result,
+    shape_problem,
+)
+
+PROGRAM = parse_program(
+    [
+        {"id": "x", "op": "variable", "value": 2.0},
+        {"id": "y", "op": "mul", "operands": ["x", "x"]},
+        {"op": "backward", "output": "y"},
+        {"op": "zero_grad", "output": "y"},
+    ],
+    "shapes",
+)
+PRESENT = {
+    "value": 4.0,
+    "tracked": True,
+    "error": ErrorInfo("non-finite-value", operation="mul", value=float("inf")),
+    "gradients": {"x": 4.0},
+    "pass_": PassRecord(1.0, []),
+}
+
+
+@pytest.mark.parametrize("step", PROGRAM, ids=lambda step: step.op)
+def test_every_combination_of_fields_gets_the_same_verdict_both_ways(step):
+    verdicts = set()
+    for count in range(len(PRESENT) + 1):
+        for names in itertools.combinations(PRESENT, count):
+            observation = Observation(**{name: PRESENT[name] for name in names})
+            assert shape_problem(step, observation) == _shape_problem(step, observation), names
+            verdicts.add(shape_problem(step, observation) is None)
+    assert verdicts == {True, False}  # each step kind has shapes it takes and shapes it refuses
+
+
+def test_a_reply_with_a_misshapen_observation_names_the_step_and_the_shapes():
+    line = (
+        b'{"type":"result","case":"shapes","observations":[{"value":2.0,"tracked":true},'
+        b'{"value":4.0,"tracked":true,"gradients":{"x":4.0}},{"gradients":{"x":4.0,"y":1.0}},{"gradients":{}}]}'
+    )
+    with pytest.raises(ProtocolError) as error:
+        decode_reply(line, "shapes", PROGRAM)
+    assert "at $.observations[1]" in str(error.value)
+    assert "is observed as {tracked, value} or {error}, got {gradients, tracked, value}" in str(error.value)
+    good = line.replace(b',"gradients":{"x":4.0}}', b"}")
+    assert [o.value for o in decode_reply(good, "shapes", PROGRAM)] == [2.0, 4.0, None, None]
+
+
+def test_a_reply_names_non_finite_floats_and_keeps_the_nulls_of_untracked_nodes():
+    untracked = NodeRecord("c", "constant", 2.0, False, None, None)
+    finite = Result("shapes", [Observation(gradients={}, pass_=PassRecord(1.0, [untracked]))])
+    assert b'"pass_adjoint":null,"stored_gradient":null' in encode_result(finite)
+    assert decode_reply(encode_result(finite), "shapes", PROGRAM[2:3])[0].pass_ == finite.observations[0].pass_
+    for value, text in ((float("inf"), b'"inf"'), (float("-inf"), b'"-inf"'), (float("nan"), b'"nan"')):
+        line = encode_result(Result("shapes", [Observation(value=value, tracked=True)]))
+        assert line == b'{"type":"result","case":"shapes","observations":[{"value":' + text + b',"tracked":true}]}'
+        overflowing = Result(
+            "shapes", [Observation(gradients={}, pass_=PassRecord(1.0, [untracked])), Observation(value=value, tracked=True)]
+        )
+        assert b'"value":' + text in encode_result(overflowing)

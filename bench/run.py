@@ -332,6 +332,34 @@ def harness_overhead(repeat: int) -> None:
         rate = f"{cases / best:.1f}" if cases else ""
         rows.append([label, f"{cases}", f"{best:.3f} s", rate, f"{best / base_seconds:.2f}"])
     print(table(["transport", "cases", "time", "cases/s", "time vs in-process"], rows))
+    command_overhead(corpus, adapter, repeat)
+
+
+def command_overhead(corpus: list[Any], adapter: list[str], repeat: int) -> None:
+    """The same two ways as ``conformance run`` goes: the corpus read in the clock, the adapter started before it."""
+    print(f"\n### As `conformance run` goes: reading the corpus in the clock (best of {repeat})\n")
+    ids = {fixture.id for fixture in corpus}
+    labels = (
+        "in-process (reference called directly)",
+        "protocol (python adapter started, then the corpus read while it starts)",
+    )
+    timings: dict[str, list[float]] = {label: [] for label in labels}
+    for _ in range(repeat):
+        for label in labels:
+            start = time.perf_counter()
+            if label.startswith("in-process"):
+                transport: Any = InProcessTransport()
+            else:
+                transport = SubprocessTransport(adapter)
+                transport.launch()
+            fixtures = [fixture for fixture in load_corpus() if fixture.id in ids]
+            run = run_adapter("bench", transport, fixtures, [])
+            timings[label].append(time.perf_counter() - start)
+            transport.close()
+            assert not run.unexpected, [r.message for r in run.unexpected]
+    base_seconds = min(timings[labels[0]])
+    rows = [[label, f"{len(ids)}", f"{min(runs):.3f} s", f"{min(runs) / base_seconds:.2f}"] for label, runs in timings.items()]
+    print(table(["transport", "cases", "time", "time vs in-process"], rows))
 
 
 if __name__ == "__main__":

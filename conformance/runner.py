@@ -278,6 +278,11 @@ class AdapterSession:
         # Per case id, what send_ahead sends for it under the hello _planned_for (_request).
         self._planned: dict[str, Optional[bool]] = {}
         self._planned_for: Optional[Handshake] = None
+        # The upcoming cases the last _send_ahead went through (sent, or not to be sent), and the last of them:
+        # the next call, one case on, starts after it instead of going through them again.
+        self._through = 0
+        self._through_last: Optional[Fixture] = None
+        self._through_process: object = None  # the adapter process they were sent to
 
     def run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         """Every level's result for one case; never raises for adapter faults.
@@ -296,12 +301,24 @@ class AdapterSession:
             return
         if self._planned_for is not self.hello:
             self._planned, self._planned_for = {}, self.hello
-        for fixture in upcoming:
+        process = getattr(self.transport, "process", None)
+        start = self._through - 1  # upcoming is the last call's, one case on
+        if (
+            start < 1
+            or start > len(upcoming)
+            or upcoming[start - 1] is not self._through_last
+            or process is not self._through_process
+        ):
+            start = 0  # another sequence, or a restarted adapter that has none of them: from the first
+        self._through, self._through_process = start, process
+        for position in range(start, len(upcoming)):
+            fixture = upcoming[position]
             if fixture.id not in self._planned:
                 self._planned[fixture.id] = self._request(fixture, self.hello)
             records = self._planned[fixture.id]
             if records is not None and not send(fixture.id, fixture.program, records=records):
-                return
+                break
+            self._through, self._through_last = position + 1, fixture
 
     @staticmethod
     def _request(fixture: Fixture, hello: Handshake) -> Optional[bool]:

@@ -67,10 +67,11 @@ CASE_TIMEOUT = 10.0  # plus the allowance of case_timeout for long programs
 #: CASE_TIMEOUT + 40 s, and a hang is still given up on in bounded time.
 MIN_STEPS_PER_SECOND = 25_000
 #: How many run requests the harness sends before their turn at most (docs/protocol.md, "Transport"), so
-#: that the adapter works through the cases while the harness compares. Writing one never waits: what the
-#: pipe does not take at once is kept, and written whenever the harness waits on the adapter; no more is
-#: sent ahead while PIPE_BYTES of it wait unwritten.
-AHEAD = 64
+#: that the adapter works through the cases while the harness compares: with 64, the adapter of the python
+#: reference sat idle for 20 ms at a time while the harness compared the LLM cases. Writing a request never
+#: waits: what the pipe does not take at once is kept, and written whenever the harness waits on the adapter;
+#: no more is sent ahead while PIPE_BYTES of requests wait unwritten, which bounds the memory it takes.
+AHEAD = 1024
 #: The pipe size asked for each way (Linux's default pipe-max-size): the corpus's largest reply fits.
 PIPE_BYTES = 1 << 20
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
@@ -248,13 +249,15 @@ class SubprocessTransport:
         self._ahead_count: collections.Counter[str] = collections.Counter()  # the same, counted by case
         # Request bytes the pipe has not taken yet, in order, each with what it is for ("case <id>").
         self._outbox: collections.deque[tuple[str, memoryview]] = collections.deque()
+        self._greeting = False  # hello sent to the process, its answer not read yet (launch)
         self.restarts = 0
         self.sent_ahead = 0
         """How many run requests were sent before their turn (``send_ahead``)."""
 
     # -- process lifecycle ------------------------------------------------------
 
-    def _start(self, timeout: float) -> Handshake:
+    def _spawn(self) -> None:
+        """Start the process and send hello; ``_greet`` reads the answer."""
         self._stderr = collections.deque(maxlen=200)
         self._buffer = bytearray()
         self._outbox = collections.deque()
@@ -279,9 +282,13 @@ class SubprocessTransport:
             _widen(pipe.fileno())
         self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
         self._drain.start()
-        deadline = time.monotonic() + timeout
         self._post(hello_request(), "the handshake")
-        line = self._read_line(deadline, timeout, "the handshake")
+        self._greeting = True
+
+    def _greet(self, timeout: float) -> Handshake:
+        """The hello of the process ``_spawn`` started, read within ``timeout`` seconds from now."""
+        self._greeting = False
+        line = self._read_line(time.monotonic() + timeout, timeout, "the handshake")
         try:
             return Handshake.parse(self._decoded(line, "the handshake", decode_hello))
         except AdapterFault as fault:  # the adapter answered, and its answer is refused: no start will change it
@@ -299,12 +306,27 @@ class SubprocessTransport:
         """The last lines the adapter wrote to stderr."""
         return "\n".join(self._stderr)
 
-    def handshake(self) -> Handshake:
-        """Start the adapter (if it is not running) and return its hello."""
-        if self.process is None or self.process.poll() is not None or self.hello is None:
-            self._kill()
+    def launch(self) -> None:
+        """Start the adapter and send hello without waiting for the answer, which ``handshake`` reads.
+
+        For a caller with other work to do meanwhile (``conformance run`` loads the corpus). A process
+        that cannot be started is left to ``handshake``, which reports it as a failed start.
+        """
+        if self.process is None:
             try:
-                self.hello = self._start(self.start_timeout)
+                self._spawn()
+            except AdapterFault:
+                self._kill()
+
+    def handshake(self) -> Handshake:
+        """Start the adapter (if it is not running, or only launched) and return its hello."""
+        if self._greeting or self.process is None or self.process.poll() is not None or self.hello is None:
+            if not self._greeting:  # launched, its hello not read yet: read it (also if it has exited since)
+                self._kill()
+            try:
+                if not self._greeting:
+                    self._spawn()
+                self.hello = self._greet(self.start_timeout)
             except AdapterFault as fault:
                 self._kill()  # first, so that everything the adapter logged has been read
                 # Any fault before a hello is a failed start; a hello that came and was refused stays "hello".
@@ -365,6 +387,7 @@ class SubprocessTransport:
 
     def _kill(self) -> None:
         process, self.process, self.hello = self.process, None, None
+        self._greeting = False
         self._ahead.clear()
         self._ahead_count.clear()
         self._outbox.clear()

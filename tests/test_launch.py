@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,48 @@ def test_a_command_that_cannot_be_split_is_named_where_it_came_from(tmp_path):
     with pytest.raises(RegistryError, match="adapter 'a': field 'command' cannot be split into arguments: No closing"):
         load_registry(_registry(tmp_path, '[adapter.a]\ncommand = "run \'x"\n'))
     assert split_command("run 'a b' c", "here") == ["run", "a b", "c"]
+
+
+def test_a_launched_adapter_is_greeted_later_and_a_failed_launch_is_a_failed_start(tmp_path):
+    from conformance.transport import AdapterFault, SubprocessTransport
+
+    transport = SubprocessTransport([sys.executable, "-m", "conformance.reference_adapter"])
+    try:
+        transport.launch()
+        assert transport.process is not None and transport.hello is None  # started, its hello not read yet
+        pid = transport.process.pid
+        assert transport.handshake().name == "reference"
+        assert transport.process.pid == pid  # the launched process, not a second one
+    finally:
+        transport.close()
+    missing = SubprocessTransport(["/nonexistent/adapter"])
+    missing.launch()
+    with pytest.raises(AdapterFault) as fault:
+        missing.handshake()
+    assert fault.value.kind == "start" and "cannot start adapter /nonexistent/adapter" in str(fault.value)
+    dying = SubprocessTransport([sys.executable, "-c", "import sys; print('no engine here', file=sys.stderr); sys.exit(3)"])
+    dying.launch()
+    with pytest.raises(AdapterFault) as fault:
+        dying.handshake()
+    assert fault.value.kind == "start" and "exited with status 3 during the handshake" in str(fault.value)
+    assert "no engine here" in fault.value.stderr
+
+
+def test_a_run_that_ends_before_its_first_adapter_runs_leaves_no_process(tmp_path):
+    # The first adapter starts while the corpus loads; a selection of no case then ends the command.
+    pid_file = tmp_path / "pid"
+    script = tmp_path / "adapter.py"
+    # An adapter still busy starting (it has not read its input yet) when the command ends: ended by the harness.
+    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    cli = Path(sys.executable).parent / "conformance"
+    out = subprocess.run(
+        [str(cli), "run", "--command", f"{sys.executable} {script}", "--case", "no/such-case"], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "conformance: error:" in out.stderr and "Traceback" not in out.stderr
+    for _ in range(50):  # it was started before the corpus was read (and written its pid by now, or soon)
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -13,7 +13,7 @@ from conformance.fixture import load_corpus
 from conformance.program import parse_program
 from conformance.protocol import run_request
 from conformance.runner import run_adapter
-from conformance.transport import PIPE_BYTES, AdapterFault, SubprocessTransport
+from conformance.transport import AHEAD, PIPE_BYTES, AdapterFault, SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakes" / "fault_adapter.py"
@@ -118,20 +118,33 @@ def test_requests_are_sent_ahead_and_change_no_result(monkeypatch):
         return run_request(case, program, records)
 
     monkeypatch.setattr("conformance.transport.run_request", counted)
-    for ahead in (0, 2):
+    for ahead in (0, 2, AHEAD):
         encoded.clear()
         monkeypatch.setattr("conformance.runner.AHEAD", ahead)
         transport = SubprocessTransport([sys.executable, str(ROOT / "adapters/python/adapter.py")])
+        asked = collections.Counter()
+        send_ahead = transport.send_ahead
+
+        def asking(case, program, records=True, send_ahead=send_ahead, asked=asked):
+            asked[case] += 1
+            return send_ahead(case, program, records=records)
+
+        transport.send_ahead = asking
         try:
             runs[ahead] = run_adapter("python", transport, corpus, [])
         finally:
             transport.close()
+        # The runner goes through the cases sent already only once: about one ask per case, not one per case and reply.
+        assert sum(asked.values()) <= 2 * len(corpus)
         # Every case but the first is sent ahead, the large ones too (a part at a time, as the pipe takes them).
         assert transport.sent_ahead == (len(corpus) - 1 if ahead else 0)
         assert max(len(run_request(f.id, f.program)) for f in corpus) > 64 * 1024  # more than a default pipe holds
         # Each request is encoded once.
         assert max(encoded.values()) == 1 and len(encoded) == len(corpus)
-    assert [(r.case, r.level, r.outcome) for r in runs[2].results] == [(r.case, r.level, r.outcome) for r in runs[0].results]
+    for ahead in (2, AHEAD):
+        assert [(r.case, r.level, r.outcome) for r in runs[ahead].results] == [
+            (r.case, r.level, r.outcome) for r in runs[0].results
+        ]
     assert {r.outcome for r in runs[2].results} == {"passed"}
 
 

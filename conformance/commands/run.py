@@ -25,9 +25,9 @@ from typing import Optional
 
 from ..errors import UsageError
 from ..expected import Expected, write_expected
-from ..fixture import FIXTURES_DIR, Fixture, load_corpus_reporting
+from ..fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus_reporting
 from ..html import check_target, write_report
-from ..launch import choose_adapters, open_adapter
+from ..launch import OpenedAdapter, choose_adapters, open_adapter
 from ..mutants import bug_named
 from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig
@@ -149,34 +149,66 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.html:
         check_target(args.html, "--html")
-    corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
-    fixtures = select(corpus, args.case, shard)
-    if not fixtures and not fixture_bugs and not args.allow_empty:
-        raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, args.shard))
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    early: Optional[OpenedAdapter] = None
+    try:
+        # The first adapter starts while the corpus loads, when opening it takes no build (which would log).
+        early = _launched(adapters[0], timeout, handshake_timeout, args.update_expected) if adapters else None
+        corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
+        fixtures = select(corpus, args.case, shard)
+        if not fixtures and not fixture_bugs and not args.allow_empty:
+            raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, args.shard))
+        return _run_all(args, adapters, early, fixtures, fixture_bugs, timeout, handshake_timeout, max_time)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if early is not None:
+            early.close()  # closed after its run already; here when the command ended before it: no process is left
+
+
+def _launched(
+    adapter: AdapterConfig, timeout: Optional[float], handshake_timeout: Optional[float], expected_missing_ok: bool
+) -> Optional[OpenedAdapter]:
+    """The adapter opened and its process started, when it needs no build; None otherwise."""
+    if adapter.missing() is not None or adapter.build_reason() is not None:
+        return None
+    opened = open_adapter(adapter, timeout=timeout, handshake_timeout=handshake_timeout, expected_missing_ok=expected_missing_ok)
+    if opened.transport is not None:
+        opened.transport.launch()
+    return opened
+
+
+def _run_all(
+    args: argparse.Namespace,
+    adapters: list[AdapterConfig],
+    early: Optional[OpenedAdapter],
+    fixtures: list[Fixture],
+    fixture_bugs: list[FixtureBug],
+    timeout: Optional[float],
+    handshake_timeout: Optional[float],
+    max_time: Optional[float],
+) -> int:
+    """Run the selected cases on every adapter (the first one ``early`` when it was opened already), report."""
     deadline = None if max_time is None else time.monotonic() + max_time
     budget_note = f"the run's --max-time budget of {max_time:g} s ran out" if max_time else ""
     log = LiveLog()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     runs: list[AdapterRun] = []
     build_failures: list[str] = []
     interrupted = ""
-    try:
-        for adapter in adapters:
-            if interrupted:
-                runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
-                continue
-            try:
-                one, build_failure = _run_one(adapter, args, fixtures, timeout, handshake_timeout, deadline, budget_note, log)
-            except KeyboardInterrupt as interrupt:  # during a build or between cases
-                interrupted = str(interrupt) or "interrupted (Ctrl-C)"
-                runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
-                continue
-            runs.append(one)
-            interrupted = one.interrupted
-            if build_failure:
-                build_failures.append(f"{adapter.name}: {build_failure}")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    for index, adapter in enumerate(adapters):
+        if interrupted:
+            runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
+            continue
+        opened = early if index == 0 else None
+        try:
+            one, build_failure = _run_one(adapter, args, fixtures, timeout, handshake_timeout, deadline, budget_note, log, opened)
+        except KeyboardInterrupt as interrupt:  # during a build or between cases
+            interrupted = str(interrupt) or "interrupted (Ctrl-C)"
+            runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
+            continue
+        runs.append(one)
+        interrupted = one.interrupted
+        if build_failure:
+            build_failures.append(f"{adapter.name}: {build_failure}")
     print(versions_line())
     print(matrix_text(runs))
     details = details_text(runs)
@@ -224,15 +256,17 @@ def _run_one(
     deadline: Optional[float],
     budget_note: str,
     log: LiveLog,
+    opened: Optional[OpenedAdapter] = None,
 ) -> tuple[AdapterRun, Optional[str]]:
-    """One adapter's run, and its build failure if the build failed."""
-    opened = open_adapter(
-        adapter,
-        timeout=timeout,
-        handshake_timeout=handshake_timeout,
-        log=log.note,
-        expected_missing_ok=args.update_expected,
-    )
+    """One adapter's run (``opened`` when ``run`` opened it already), and its build failure if the build failed."""
+    if opened is None:
+        opened = open_adapter(
+            adapter,
+            timeout=timeout,
+            handshake_timeout=handshake_timeout,
+            log=log.note,
+            expected_missing_ok=args.update_expected,
+        )
     if opened.unavailable:
         log.note(f"{adapter.name}: unavailable: {opened.unavailable}")
         return AdapterRun(adapter.name, available=False, reason=opened.unavailable), None

@@ -66,7 +66,10 @@ class Result:
     observations: Optional[tuple[Observation, ...]] = None
     """A wrong answer's actual observations (failed, and xfailed from failed), for the HTML report's graph."""
     stderr: str = ""
-    """The tail of the adapter's stderr when a wrong answer was compared (an error's message carries its own)."""
+    """The tail of the adapter's stderr when a wrong answer was compared (an error's message carries its own).
+
+    Requests are sent ahead, so it may end with lines the adapter wrote for the cases after this one.
+    """
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""

@@ -71,7 +71,8 @@ def failure_html(result: Result, fixture: Fixture, hello: Optional[Handshake], a
         parts.append(_side_by_side(difference, fixture, actual, graph.focus))
     if result.stderr.strip():
         tail = "\n".join(result.stderr.rstrip().splitlines()[-STDERR_LINES:])
-        parts.append(f"<details><summary>adapter stderr (last lines)</summary><pre class='stderr'>{e(tail)}</pre></details>")
+        summary = "adapter stderr (its last lines when this case was compared: the adapter may have been running later cases)"
+        parts.append(f"<details><summary>{e(summary)}</summary><pre class='stderr'>{e(tail)}</pre></details>")
     else:
         parts.append("<p class='note'>adapter stderr: (empty)</p>")
     return "\n".join(parts) + "</section>"

@@ -12,14 +12,19 @@ buffer in every tensor that holds it, and backward stops there; so a node is rea
 only once no later backward reaches it, as tinygrad's own graph of the whole program says (built
 once, unread, when there are two backwards or more, so that merged equal expressions count).
 Each node is then a kernel of its own op on realized operands, and the gradients read after that
-backward load them; the stored gradients are realized too, from the output back (through a copy
-each in a program of two backwards or more, where realizing them read some wrong). Reading values
-through concatenations of lazy nodes instead (as this adapter did) fuses every value from the
-leaves: code quadratic in the depth, which clang refuses for a chain about 500 deep (bracket
-nesting beyond 256). What is left is tinygrad's own cost, 1 to 4 ms of scheduling per realized
-tensor on the kit's 2-core machine: llm/one-document (6,800 of them) takes 15 to 30 s, while
-llm/two-documents (16,000, with a kernel per gradient copy: 135 s) exceeds the adapter's 60 s and
-structure/deep-chain-10000 (20,000: 40 to 94 s) can.
+backward load them; the stored gradients are realized too, from the output back, and read again
+only where a backward or zero_grad has given ``.grad`` another UOp since. A gradient read is a
+buffer that every tensor holding the same UOp shares (an add hands both operands its own
+gradient), and tinygrad's next backward adds into ``.grad`` in place (``assign``), so each
+tensor's addition lands in the others' gradients too (tests/test_engines.py reproduces it; read
+so, 35 parameters of llm/two-documents came out wrong after its second backward). So with a
+backward still to come, each node read whose gradient buffer another tensor holds gets one of its
+own, holding the value read. Reading values through concatenations of lazy nodes instead (as this
+adapter did) fuses every value from the leaves: code quadratic in the depth, which clang refuses
+for a chain about 500 deep (bracket nesting beyond 256). What is left is tinygrad's own cost, 1 to
+4 ms of scheduling per realized tensor on the kit's 2-core machine: llm/one-document (6,800 of
+them) takes 15 to 30 s, llm/two-documents (13,000) 35 s run in process, and
+structure/deep-chain-10000 (20,000) 40 to 94 s, which can exceed the adapter's 60 s.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is
@@ -33,6 +38,7 @@ typed errors for inf or nan, so only values and gradients are declared, under th
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from importlib.metadata import version
 from typing import Any
 
@@ -98,12 +104,13 @@ def _last_reached(program: Program) -> dict[str, int]:
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
     last_reached = _last_reached(program)
-    copies = sum(step.op == "backward" for step in program) > 1
+    last_backward = max((index for index, step in enumerate(program) if step.op == "backward"), default=-1)
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
     observations: list[dict[str, Any]] = []
     unread: dict[str, dict[str, Any]] = {}
+    read: dict[str, tuple[Any, float]] = {}
 
     def read_values(index: int) -> None:
         """Realize and read the value of every node that no backward after step ``index`` reaches."""
@@ -111,18 +118,25 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
         for name, value in zip(names, _read([tensors[name] for name in names])):
             unread.pop(name)["value"] = value
 
-    def gradients() -> dict[str, float]:
+    def gradients(index: int) -> dict[str, float]:
+        """Every tracked node's stored gradient: read again only where ``.grad`` holds another UOp than when read."""
         names = [name for name in tensors if tracked[name]]
-        held = [name for name in reversed(names) if tensors[name].grad is not None]
-        grads = [tensors[name].grad for name in held]
-        if copies:
-            # Realizing the accumulated gradients themselves, 128 to a schedule, read 35 parameters of
-            # llm/two-documents wrong after its second backward (p32 -0.00898, where a copy of the same
-            # gradient reads 0.01921, the contract's value): with two backwards or more, each gradient
-            # is read through a copy, which leaves its own UOp unrealized. Copies cost a kernel each.
-            grads = [g.contiguous() for g in grads]  # type: ignore[union-attr]
-        read = dict(zip(held, _read(grads)))  # type: ignore[arg-type]
-        return {name: read.get(name, 0.0) for name in names}
+        changed = [
+            name
+            for name in reversed(names)
+            if (grad := tensors[name].grad) is not None and read.get(name, (None,))[0] is not grad.uop
+        ]
+        for name, value in zip(changed, _read([tensors[name].grad for name in changed])):  # type: ignore[misc]
+            read[name] = (tensors[name].grad.uop, value)  # type: ignore[union-attr]
+        if last_backward > index:
+            # The next backward adds into .grad in place: no node read may share its gradient's buffer.
+            holders = Counter(tensor.grad.uop.base for tensor in tensors.values() if tensor.grad is not None)
+            for name in names:
+                grad = tensors[name].grad
+                if grad is not None and holders[grad.uop.base] > 1:
+                    tensors[name].grad = Tensor([read[name][1]], dtype=dtypes.float64)
+                    read[name] = (tensors[name].grad.uop, read[name][1])  # type: ignore[union-attr]
+        return {name: read[name][1] if tensors[name].grad is not None else 0.0 for name in names}
 
     for index, step in enumerate(program):
         if step.id is not None:
@@ -142,7 +156,7 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 tensors[name].grad = None
         read_values(index)
-        observations.append({"gradients": gradients()})
+        observations.append({"gradients": gradients(index)})
     read_values(len(program))
     return observations
 

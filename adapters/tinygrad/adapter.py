@@ -25,9 +25,9 @@ for a chain about 500 deep (bracket nesting beyond 256). What is left is tinygra
 1 to 2 ms of scheduling per realized tensor (less where a schedule repeats the structure of an
 earlier one, which tinygrad caches). Measured through the harness under nice on the kit's 2-core
 machine, lightly loaded: llm/one-document (6,800 realized tensors) 12 to 13 s,
-llm/two-documents (13,000) 25 to 29 s, structure/deep-chain-10000 (20,000) 26 to 30 s (38 and
-43 s with the machine busier, load average 3), within the adapter's 60 s. Values are read from
-the buffers' memory, where ``.item()`` copies each through a transfer.
+llm/two-documents (13,000) 23 to 29 s, structure/deep-chain-10000 (20,000) 24 to 30 s, more on
+a busier machine; the adapter's timeout is 60 s. Values are read from the buffers' memory, where
+``.item()`` copies each through a transfer.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is

@@ -4,8 +4,7 @@ The light engines (micrograd, micrograd-rust, autograd) install from wheels with
 so `make test` runs their adapters on the whole corpus. Each reason in their expected-failures
 files is reproduced here on the engine itself, without the adapter, so a reason that stops being
 true fails a test. tinygrad (which needs clang) and torch are run by `make engines`; their
-reasons are reproduced here when they are installed, and so is the tinygrad bug its adapter
-works around. docs/engines.md must be what docs/engines.json renders.
+reasons are reproduced here when they are installed. docs/engines.md must be what docs/engines.json renders.
 """
 
 from __future__ import annotations
@@ -115,7 +114,7 @@ def test_tinygrad_merges_equal_expressions_into_one_node(tinygrad):
 
 
 def test_tinygrad_adds_a_later_backward_into_a_gradient_buffer_several_tensors_share(tinygrad):
-    # Why the tinygrad adapter gives each stored gradient it has read a buffer of its own.
+    # The reason of the tinygrad expected failure of llm/two-documents [gradients], on the engine itself.
     def leaf(v: float):
         return tinygrad.Tensor([v], dtype=tinygrad.dtypes.float64).realize()
 

@@ -11,23 +11,21 @@ Values are read without cutting the graph backward walks. Realizing a tensor mak
 buffer in every tensor that holds it, and backward stops there; so a node is realized and read
 only once no later backward reaches it, as tinygrad's own graph of the whole program says (built
 once, unread, when there are two backwards or more, so that merged equal expressions count).
-Each node is then a kernel of its own op on realized operands, and the gradients read after that
-backward load them; the stored gradients are realized too, from the output back, and read again
-only where a backward or zero_grad has given ``.grad`` another UOp since. A gradient read is a
-buffer that every tensor holding the same UOp shares (an add hands both operands its own
-gradient), and tinygrad's next backward adds into ``.grad`` in place (``assign``), so each
-tensor's addition lands in the others' gradients too (tests/test_engines.py reproduces it; read
-so, 35 parameters of llm/two-documents came out wrong after its second backward). So with a
-backward still to come, each node read whose gradient buffer another tensor holds gets one of its
-own, holding the value read. Reading values through concatenations of lazy nodes instead (as this
+Each node is then a kernel of its own op on realized operands (shallowest first), and the
+gradients read after that backward load them; the stored gradients are realized and read after
+every step, deepest first. Reading values through concatenations of lazy nodes instead (as this
 adapter did) fuses every value from the leaves: code quadratic in the depth, which clang refuses
 for a chain about 500 deep (bracket nesting beyond 256). What is left is tinygrad's own cost,
-1 to 2 ms of scheduling per realized tensor (less where a schedule repeats the structure of an
-earlier one, which tinygrad caches). Measured through the harness under nice on the kit's 2-core
-machine, lightly loaded: llm/one-document (6,800 realized tensors) 12 to 13 s,
-llm/two-documents (13,000) 23 to 29 s, structure/deep-chain-10000 (20,000) 24 to 30 s, more on
-a busier machine; the adapter's timeout is 60 s. Values are read from the buffers' memory, where
-``.item()`` copies each through a transfer.
+1 to 2 ms of scheduling per realized tensor: through the harness on the kit's 2-core machine,
+lightly loaded, llm/two-documents (13,000 realized tensors) took 24.5 s and
+structure/deep-chain-10000 (20,000) 29.8 s of the adapter's 60 s. Values are read from the
+buffers' memory, where ``.item()`` copies each through a transfer.
+
+A gradient read is a buffer that every tensor holding the same UOp shares (an add hands both
+operands its own gradient), and tinygrad's next backward adds into ``.grad`` in place, so each
+tensor's addition lands in the others' gradients too (tests/test_engines.py reproduces it). The
+adapter leaves that as it is: a tinygrad user who reads gradients between two backwards gets
+the same numbers, and the expected failure of llm/two-documents names it.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is
@@ -41,7 +39,6 @@ typed errors for inf or nan, so only values and gradients are declared, under th
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from importlib.metadata import version
 from typing import Any
 
@@ -111,14 +108,12 @@ def _last_reached(program: Program) -> dict[str, int]:
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
     last_reached = _last_reached(program)
-    last_backward = max((index for index, step in enumerate(program) if step.op == "backward"), default=-1)
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
     depth: dict[str, int] = {}
     observations: list[dict[str, Any]] = []
     unread: dict[str, dict[str, Any]] = {}
-    read: dict[str, tuple[Any, float]] = {}
 
     def read_values(index: int) -> None:
         """Realize and read every leaf, and every node that no backward after step ``index`` reaches.
@@ -131,28 +126,12 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
         for name, value in zip(names, _read([tensors[name] for name in names])):
             unread.pop(name)["value"] = value
 
-    def gradients(index: int) -> dict[str, float]:
-        """Every tracked node's stored gradient, read again only where ``.grad`` holds another UOp than when read.
-
-        Deepest first: a node's gradient is made of its consumers', which are deeper.
-        """
+    def gradients() -> dict[str, float]:
+        """Every tracked node's stored gradient, realized and read deepest first (a node's is made of its consumers')."""
         names = [name for name in tensors if tracked[name]]
-        changed = [
-            name
-            for name in sorted(names, key=depth.__getitem__, reverse=True)
-            if (grad := tensors[name].grad) is not None and read.get(name, (None,))[0] is not grad.uop
-        ]
-        for name, value in zip(changed, _read([tensors[name].grad for name in changed])):  # type: ignore[misc]
-            read[name] = (tensors[name].grad.uop, value)  # type: ignore[union-attr]
-        if last_backward > index:
-            # The next backward adds into .grad in place: no node read may share its gradient's buffer.
-            holders = Counter(tensor.grad.uop.base for tensor in tensors.values() if tensor.grad is not None)
-            for name in names:
-                grad = tensors[name].grad
-                if grad is not None and holders[grad.uop.base] > 1:
-                    tensors[name].grad = Tensor([read[name][1]], dtype=dtypes.float64)
-                    read[name] = (tensors[name].grad.uop, read[name][1])  # type: ignore[union-attr]
-        return {name: read[name][1] if tensors[name].grad is not None else 0.0 for name in names}
+        held = [name for name in sorted(names, key=depth.__getitem__, reverse=True) if tensors[name].grad is not None]
+        read = dict(zip(held, _read([tensors[name].grad for name in held])))  # type: ignore[misc]
+        return {name: read.get(name, 0.0) for name in names}
 
     for index, step in enumerate(program):
         if step.id is not None:
@@ -173,7 +152,7 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 tensors[name].grad = None
         read_values(index)
-        observations.append({"gradients": gradients(index)})
+        observations.append({"gradients": gradients()})
     read_values(len(program))
     return observations
 

@@ -4,8 +4,7 @@ The light engines (micrograd, micrograd-rust, autograd) install from wheels with
 so `make test` runs their adapters on the whole corpus. Each reason in their expected-failures
 files is reproduced here on the engine itself, without the adapter, so a reason that stops being
 true fails a test. tinygrad (which needs clang) and torch are run by `make engines`; their
-reasons are reproduced here when they are installed. docs/engines.md must be what
-docs/engines.json renders.
+reasons are reproduced here when they are installed. docs/engines.md must be what docs/engines.json renders.
 """
 
 from __future__ import annotations
@@ -112,6 +111,27 @@ def test_tinygrad_merges_equal_expressions_into_one_node(tinygrad):
     assert a.uop is b.uop
     a.backward(gradient=leaf(1.0))
     assert b.grad is not None and b.grad.numpy()[0] == 1.0  # the contract: b is another node, still 0
+
+
+def test_tinygrad_adds_a_later_backward_into_a_gradient_buffer_several_tensors_share(tinygrad):
+    # The reason of the tinygrad expected failure of llm/two-documents [gradients], on the engine itself.
+    def leaf(v: float):
+        return tinygrad.Tensor([v], dtype=tinygrad.dtypes.float64).realize()
+
+    x, y, z = leaf(2.0), leaf(3.0), leaf(5.0)
+    ((x + y) * z).backward(gradient=leaf(1.0))
+    assert x.grad.uop is y.grad.uop  # an add hands both operands its own gradient, 5
+    x.grad.realize()  # reading it makes that UOp one buffer, which y.grad holds too
+    (x * y).backward(gradient=leaf(1.0))  # x.grad.assign(x.grad + 3), y.grad.assign(y.grad + 2): a write into it
+    assert x.grad.numpy()[0] == 8.0
+    assert y.grad.numpy()[0] == 10.0  # the contract: 7; y's 2 is added to x's 8
+    assert x.grad.numpy()[0] == 10.0  # and x's gradient changes with it
+    # Nothing read between the backwards: the gradient both get is the seed's own buffer.
+    x, y, seed = leaf(2.0), leaf(3.0), leaf(1.0)
+    (x + y).backward(gradient=seed)
+    assert x.grad.uop is y.grad.uop is seed.uop
+    (x * y).backward(gradient=leaf(1.0))
+    assert (x.grad.numpy()[0], y.grad.numpy()[0], seed.numpy()[0]) == (4.0, 6.0, 6.0)  # the contract: 4, 3; seed 1
 
 
 def test_tinygrad_loses_exp_near_overflow_and_tanh_near_zero(tinygrad):

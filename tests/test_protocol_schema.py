@@ -26,7 +26,7 @@ CORPUS = load_corpus(FIXTURES_DIR)
 SCHEMA = json.loads((docs_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 #: torch is optional and never installed by the set-up; it is checked when present. tinygrad is left out: its
-#: deepest cases take minutes each (docs/engines.md).
+#: deepest cases take half a minute each (adapters/tinygrad/adapter.py).
 ADAPTERS = ["python", "micrograd", "micrograd-rust", "autograd", "rust", "go", "torch"]
 
 

@@ -1,25 +1,31 @@
 """tinygrad (from PyPI; its CPU device compiles kernels with clang) behind the adapter protocol.
 
 tinygrad is lazy: an expression is a graph of UOps, computed when a value is read. Leaves
-are realized float64 buffers (``Tensor([v], dtype=float64).realize()``), never constants,
-so that no leaf is folded into the code of its consumers; ops are tinygrad's own
-(``a + b``, ``a ** c``, ``a.exp()``, ``a.relu()``, ``a.detach()``, ...) and backward is
-``output.backward(gradient=seed)``, which adds to ``.grad`` of every live tensor of the
-output's graph.
+are float64 buffers copied from Python (``Tensor([v], dtype=float64)``, realized with the
+first values read), never constants, so that no leaf is folded into the code of its
+consumers; ops are tinygrad's own (``a + b``, ``a ** c``, ``a.exp()``, ``a.relu()``,
+``a.detach()``, ...) and backward is ``output.backward(gradient=seed)``, which adds to
+``.grad`` of every live tensor of the output's graph.
 
 Values are read without cutting the graph backward walks. Realizing a tensor makes its UOp a
 buffer in every tensor that holds it, and backward stops there; so a node is realized and read
 only once no later backward reaches it, as tinygrad's own graph of the whole program says (built
 once, unread, when there are two backwards or more, so that merged equal expressions count).
-Each node is then a kernel of its own op on realized operands, and the gradients read after that
-backward load them; the stored gradients are realized too, from the output back (through a copy
-each in a program of two backwards or more, where realizing them read some wrong). Reading values
-through concatenations of lazy nodes instead (as this adapter did) fuses every value from the
-leaves: code quadratic in the depth, which clang refuses for a chain about 500 deep (bracket
-nesting beyond 256). What is left is tinygrad's own cost, 1 to 4 ms of scheduling per realized
-tensor on the kit's 2-core machine: llm/one-document (6,800 of them) takes 15 to 30 s, while
-llm/two-documents (16,000, with a kernel per gradient copy: 135 s) exceeds the adapter's 60 s and
-structure/deep-chain-10000 (20,000: 40 to 94 s) can.
+Each node is then a kernel of its own op on realized operands (shallowest first), and the
+gradients read after that backward load them; the stored gradients are realized and read after
+every step, deepest first. Reading values through concatenations of lazy nodes instead (as this
+adapter did) fuses every value from the leaves: code quadratic in the depth, which clang refuses
+for a chain about 500 deep (bracket nesting beyond 256). What is left is tinygrad's own cost,
+1 to 2 ms of scheduling per realized tensor: through the harness on the kit's 2-core machine,
+lightly loaded, llm/two-documents (13,000 realized tensors) took 24.5 s and
+structure/deep-chain-10000 (20,000) 29.8 s of the adapter's 60 s. Values are read from the
+buffers' memory, where ``.item()`` copies each through a transfer.
+
+A gradient read is a buffer that every tensor holding the same UOp shares (an add hands both
+operands its own gradient), and tinygrad's next backward adds into ``.grad`` in place, so each
+tensor's addition lands in the others' gradients too (tests/test_engines.py reproduces it). The
+adapter leaves that as it is: a tinygrad user who reads gradients between two backwards gets
+the same numbers, and the expected failure of llm/two-documents names it.
 
 tinygrad gives every float tensor of the graph a gradient, so *tracked* follows the
 contract's rule and only tracked nodes' gradients are reported (0.0 while ``.grad`` is
@@ -52,24 +58,28 @@ HELLO = {
 OPS = PYTHON_OPS
 
 
-#: How many tensors one realize schedules: tinygrad's scheduling time grows with the square of a schedule's size.
-CHUNK = 128
+#: How many tensors one realize schedules. A schedule's time grows with the square of its size, and each realize
+#: also walks every live tensor: of 256, 512 and 768, 512 ran llm/two-documents and the 10,000 chain quickest together.
+CHUNK = 512
 
 
 def _read(tensors: list[Tensor]) -> list[float]:
     """The values of these tensors, each realized (CHUNK to a schedule, in the order given) and read."""
     for start in range(0, len(tensors), CHUNK):
         Tensor.realize(*tensors[start : start + CHUNK])
-    return [t.item() for t in tensors]
+    return [_value(tensor) for tensor in tensors]
 
 
-def _leaf(value: float) -> Tensor:
-    return Tensor([value], dtype=dtypes.float64).realize()
+def _value(tensor: Tensor) -> float:
+    """The float a realized tensor holds, read from its buffer's memory (``.item()`` copies it out through a transfer)."""
+    if not tensor.uop.has_buffer_identity():
+        return tensor.item()
+    return tensor.uop.buffer.as_memoryview(allow_zero_copy=True).cast("d")[0]  # type: ignore[union-attr]
 
 
 def _create(step: Step, tensors: dict[str, Tensor]) -> Tensor:
     if step.op in ("variable", "constant"):
-        return _leaf(step.value)  # type: ignore[arg-type]
+        return Tensor([step.value], dtype=dtypes.float64)
     if step.op == "pow":
         return tensors[step.operands[0]] ** step.exponent
     return OPS[step.op](*(tensors[name] for name in step.operands))
@@ -98,30 +108,29 @@ def _last_reached(program: Program) -> dict[str, int]:
 def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
     """Run one program on tinygrad and observe every step."""
     last_reached = _last_reached(program)
-    copies = sum(step.op == "backward" for step in program) > 1
     tensors: dict[str, Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
+    depth: dict[str, int] = {}
     observations: list[dict[str, Any]] = []
     unread: dict[str, dict[str, Any]] = {}
 
     def read_values(index: int) -> None:
-        """Realize and read the value of every node that no backward after step ``index`` reaches."""
-        names = [name for name in unread if last_reached[name] <= index]
+        """Realize and read every leaf, and every node that no backward after step ``index`` reaches.
+
+        Shallowest first, so that a schedule's nodes mostly load operands realized by earlier ones: a chain of
+        nodes within one schedule costs its scheduler the square of its length.
+        """
+        names = [name for name in unread if depth[name] == 0 or last_reached[name] <= index]
+        names.sort(key=depth.__getitem__)
         for name, value in zip(names, _read([tensors[name] for name in names])):
             unread.pop(name)["value"] = value
 
     def gradients() -> dict[str, float]:
+        """Every tracked node's stored gradient, realized and read deepest first (a node's is made of its consumers')."""
         names = [name for name in tensors if tracked[name]]
-        held = [name for name in reversed(names) if tensors[name].grad is not None]
-        grads = [tensors[name].grad for name in held]
-        if copies:
-            # Realizing the accumulated gradients themselves, 128 to a schedule, read 35 parameters of
-            # llm/two-documents wrong after its second backward (p32 -0.00898, where a copy of the same
-            # gradient reads 0.01921, the contract's value): with two backwards or more, each gradient
-            # is read through a copy, which leaves its own UOp unrealized. Copies cost a kernel each.
-            grads = [g.contiguous() for g in grads]  # type: ignore[union-attr]
-        read = dict(zip(held, _read(grads)))  # type: ignore[arg-type]
+        held = [name for name in sorted(names, key=depth.__getitem__, reverse=True) if tensors[name].grad is not None]
+        read = dict(zip(held, _read([tensors[name].grad for name in held])))  # type: ignore[misc]
         return {name: read.get(name, 0.0) for name in names}
 
     for index, step in enumerate(program):
@@ -132,6 +141,7 @@ def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
             else:
                 tracked[step.id] = step.op != "detach" and any(tracked[name] for name in step.operands)
             operands[step.id] = () if step.op == "detach" else step.operands
+            depth[step.id] = 1 + max((depth[name] for name in step.operands), default=-1)
             unread[step.id] = {"tracked": tracked[step.id]}
             observations.append(unread[step.id])
             continue

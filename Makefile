@@ -67,6 +67,8 @@ bench: setup
 # every registered adapter runs, and docs/engines.json and docs/engines.md are rewritten. tinygrad
 # needs clang (`apt-get install clang`); without it, its row keeps the date of its last run.
 # TORCH=1 adds PyTorch from the CPU-only wheel index; the default PyPI wheel pulls about 5 GB of CUDA.
+# Where only PyPI is reachable (as on the kit's own machine), TORCH_INDEX=https://pypi.org/simple takes
+# that default wheel, CUDA libraries and all, and torch runs on the CPU.
 ENGINES_VENV := .venv-engines
 ENGINES_STAMP := $(ENGINES_VENV)/.installed
 TORCH ?= 0
@@ -76,7 +78,7 @@ engines: $(ENGINES_STAMP)
 	@if [ "$(TORCH)" = 1 ] && ! $(ENGINES_VENV)/bin/python -c 'import torch' 2>/dev/null; then \
 	  echo "== installing torch from the CPU-only index $(TORCH_INDEX)"; \
 	  $(ENGINES_VENV)/bin/python -m pip install --quiet --index-url $(TORCH_INDEX) torch \
-	  || { echo "make engines: torch could not be installed from $(TORCH_INDEX) (the default wheel is not used: it pulls CUDA)"; exit 2; }; fi
+	  || { echo "make engines: torch could not be installed from $(TORCH_INDEX); where only PyPI is reachable, TORCH_INDEX=https://pypi.org/simple takes its default wheel (about 5 GB with CUDA)"; exit 2; }; fi
 	@command -v clang >/dev/null || echo "== clang is not on PATH: tinygrad is reported unavailable (apt-get install clang)"
 	$(ENGINES_VENV)/bin/python tools/engines.py run
 

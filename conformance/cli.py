@@ -8,6 +8,7 @@ User mistakes are reported as one clear line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -69,6 +70,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("conformance: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Whoever read stdout stopped (`conformance explain CASE | head`): end quietly, as a Unix tool does, with
+        # stdout pointed at /dev/null so that the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -226,3 +226,14 @@ def test_the_largest_distance_names_the_case_and_level_it_was_seen_at():
     assert "closest agreeing float: 0.5 of its bound (at ops/tanh/ordinary [trace])" in matrix_text([run])
     run.results = run.results[:1]
     assert "closest agreeing float: every float the same bits" in matrix_text([run])
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    # `conformance explain llm/two-documents | head -1`: the pipe closes after the first line.
+    process = subprocess.Popen([CLI, "explain", "llm/two-documents"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"llm/two-documents: ")
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -6,6 +6,7 @@ checkout; no test touches the checkout's own .venv for it.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import subprocess
 import sys
@@ -14,13 +15,21 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_SKIP = shutil.ignore_patterns(".git", ".venv", "target", "bin", "build", "*.egg-info", "__pycache__", ".hypothesis", "*_cache")
+# ".venv*": the set-up's .venv and make engines' .venv-engines, which holds gigabytes once torch is in it.
+_SKIP = shutil.ignore_patterns(".git", ".venv*", "target", "bin", "build", "*.egg-info", "__pycache__", ".hypothesis", "*_cache")
+
+
+def _folder(prefix: str) -> Path:
+    """A new temporary folder, removed when the test process ends (every test that uses it has run by then)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 @cache
 def wheel() -> Path:
     """The kit's wheel, built from a copy of the checkout (a build writes into its source folder)."""
-    work = Path(tempfile.mkdtemp(prefix="kit-wheel-"))
+    work = _folder("kit-wheel-")
     source = work / "source"
     shutil.copytree(ROOT, source, ignore=_SKIP)
     out = work / "dist"
@@ -37,7 +46,7 @@ def wheel() -> Path:
 @cache
 def venv() -> Path:
     """A fresh virtual environment with the wheel installed with its pytest extra; returns its bin folder."""
-    folder = Path(tempfile.mkdtemp(prefix="kit-venv-")) / "venv"
+    folder = _folder("kit-venv-") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     subprocess.run(
         [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel()}[pytest]"],

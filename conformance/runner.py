@@ -278,9 +278,6 @@ class AdapterSession:
         self._streak_started = 0.0
         self._attempt_started = 0.0
         self._faulted = False
-        # Per case id, what send_ahead sends for it under the hello _planned_for (_request).
-        self._planned: dict[str, Optional[bool]] = {}
-        self._planned_for: Optional[Handshake] = None
         # The upcoming cases the last _send_ahead went through (sent, or not to be sent), and the last of them:
         # the next call, one case on, starts after it instead of going through them again.
         self._through = 0
@@ -302,8 +299,6 @@ class AdapterSession:
         send = getattr(self.transport, "send_ahead", None)
         if send is None or self.hello is None or self.down is not None:
             return
-        if self._planned_for is not self.hello:
-            self._planned, self._planned_for = {}, self.hello
         process = getattr(self.transport, "process", None)
         start = self._through - 1  # upcoming is the last call's, one case on
         if (
@@ -316,9 +311,7 @@ class AdapterSession:
         self._through, self._through_process = start, process
         for position in range(start, len(upcoming)):
             fixture = upcoming[position]
-            if fixture.id not in self._planned:
-                self._planned[fixture.id] = self._request(fixture, self.hello)
-            records = self._planned[fixture.id]
+            records = self._request(fixture, self.hello)
             if records is not None and not send(fixture.id, fixture.program, records=records):
                 break
             self._through, self._through_last = position + 1, fixture

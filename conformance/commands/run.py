@@ -168,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
 def _launched(
     adapter: AdapterConfig, timeout: Optional[float], handshake_timeout: Optional[float], expected_missing_ok: bool
 ) -> Optional[OpenedAdapter]:
-    """The adapter opened and its process started, when it needs no build; None otherwise."""
-    if adapter.missing() is not None or adapter.build_reason() is not None:
+    """The adapter opened, and its process started when it is available; None when it needs a build first."""
+    if adapter.build_reason() is not None:  # a build logs, and may take minutes: it runs at its turn
         return None
     opened = open_adapter(adapter, timeout=timeout, handshake_timeout=handshake_timeout, expected_missing_ok=expected_missing_ok)
     if opened.transport is not None:

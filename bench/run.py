@@ -296,41 +296,68 @@ def main() -> None:
     harness_overhead(args.repeat)
 
 
+def interleaved(repeat: int, trials: dict[str, Callable[[], float]]) -> dict[str, float]:
+    """Each trial's best of ``repeat`` seconds, the trials taking turns so that a slow spell lands on all alike."""
+    timings: dict[str, list[float]] = {label: [] for label in trials}
+    for _ in range(repeat):
+        for label, trial in trials.items():
+            timings[label].append(trial())
+    return {label: min(runs) for label, runs in timings.items()}
+
+
+def timed_run(make: Callable[[], Any], fixtures: Callable[[], list[Any]]) -> Callable[[], float]:
+    """A trial: the transport ``make`` gives (started as it starts it), then a run of ``fixtures()``, on the clock."""
+
+    def trial() -> float:
+        start = time.perf_counter()
+        transport = make()
+        run = run_adapter("bench", transport, fixtures(), [])
+        seconds = time.perf_counter() - start
+        transport.close()
+        assert not run.unexpected, [r.message for r in run.unexpected]
+        return seconds
+
+    return trial
+
+
 def harness_overhead(repeat: int) -> None:
     """The canonical corpus in-process and through the protocol, interleaved, best of ``repeat`` each."""
     print(f"\n## Harness overhead: the canonical corpus in-process versus through the protocol (best of {repeat})\n")
     # Without the million-node chain: it takes seconds on the reference either way, and would hide the overhead.
     corpus = [fixture for fixture in load_corpus() if "repeat" not in fixture.features]
     adapter = [sys.executable, str(ROOT / "adapters/python/adapter.py")]
-    labels = (
-        "in-process (reference called directly)",
-        "protocol (python adapter subprocess, started in the run)",
-        "protocol (the same, adapter started and greeted before the clock starts)",
-        "the adapter's start and hello alone (no case)",
+
+    def greeted() -> float:
+        """A run whose adapter was started and greeted before the clock."""
+        transport = SubprocessTransport(adapter)
+        transport.handshake()
+        return timed_run(lambda: transport, lambda: corpus)()
+
+    def start_alone() -> float:
+        start = time.perf_counter()
+        transport = SubprocessTransport(adapter)
+        transport.handshake()
+        seconds = time.perf_counter() - start
+        transport.close()
+        return seconds
+
+    best = interleaved(
+        repeat,
+        {
+            "in-process (reference called directly)": timed_run(InProcessTransport, lambda: corpus),
+            "protocol (python adapter subprocess, started in the run)": timed_run(
+                lambda: SubprocessTransport(adapter), lambda: corpus
+            ),
+            "protocol (the same, adapter started and greeted before the clock starts)": greeted,
+            "the adapter's start and hello alone (no case)": start_alone,
+        },
     )
-    timings: dict[str, list[float]] = {label: [] for label in labels}
-    for _ in range(repeat):
-        for label in labels:
-            transport = InProcessTransport() if label.startswith("in-process") else SubprocessTransport(adapter)
-            if "before the clock" in label:
-                transport.handshake()
-            start = time.perf_counter()
-            if label.startswith("the adapter's start"):
-                transport.handshake()
-                timings[label].append(time.perf_counter() - start)
-                transport.close()
-                continue
-            run = run_adapter("bench", transport, corpus, [])  # type: ignore[arg-type]
-            timings[label].append(time.perf_counter() - start)
-            transport.close()
-            assert not run.unexpected, [r.message for r in run.unexpected]
-    base_seconds = min(timings[labels[0]])
+    base_seconds = best["in-process (reference called directly)"]
     rows = []
-    for label, runs in timings.items():
-        best = min(runs)
+    for label, seconds in best.items():
         cases = 0 if label.startswith("the adapter's start") else len(corpus)
-        rate = f"{cases / best:.1f}" if cases else ""
-        rows.append([label, f"{cases}", f"{best:.3f} s", rate, f"{best / base_seconds:.2f}"])
+        rate = f"{cases / seconds:.1f}" if cases else ""
+        rows.append([label, f"{cases}", f"{seconds:.3f} s", rate, f"{seconds / base_seconds:.2f}"])
     print(table(["transport", "cases", "time", "cases/s", "time vs in-process"], rows))
     command_overhead(corpus, adapter, repeat)
 
@@ -339,26 +366,24 @@ def command_overhead(corpus: list[Any], adapter: list[str], repeat: int) -> None
     """The same two ways as ``conformance run`` goes: the corpus read in the clock, the adapter started before it."""
     print(f"\n### As `conformance run` goes: reading the corpus in the clock (best of {repeat})\n")
     ids = {fixture.id for fixture in corpus}
-    labels = (
-        "in-process (reference called directly)",
-        "protocol (python adapter started, then the corpus read while it starts)",
+
+    def read() -> list[Any]:
+        return [fixture for fixture in load_corpus() if fixture.id in ids]
+
+    def launched() -> SubprocessTransport:
+        transport = SubprocessTransport(adapter)
+        transport.launch()
+        return transport
+
+    best = interleaved(
+        repeat,
+        {
+            "in-process (reference called directly)": timed_run(InProcessTransport, read),
+            "protocol (python adapter started, then the corpus read while it starts)": timed_run(launched, read),
+        },
     )
-    timings: dict[str, list[float]] = {label: [] for label in labels}
-    for _ in range(repeat):
-        for label in labels:
-            start = time.perf_counter()
-            if label.startswith("in-process"):
-                transport: Any = InProcessTransport()
-            else:
-                transport = SubprocessTransport(adapter)
-                transport.launch()
-            fixtures = [fixture for fixture in load_corpus() if fixture.id in ids]
-            run = run_adapter("bench", transport, fixtures, [])
-            timings[label].append(time.perf_counter() - start)
-            transport.close()
-            assert not run.unexpected, [r.message for r in run.unexpected]
-    base_seconds = min(timings[labels[0]])
-    rows = [[label, f"{len(ids)}", f"{min(runs):.3f} s", f"{min(runs) / base_seconds:.2f}"] for label, runs in timings.items()]
+    base_seconds = best["in-process (reference called directly)"]
+    rows = [[label, f"{len(ids)}", f"{seconds:.3f} s", f"{seconds / base_seconds:.2f}"] for label, seconds in best.items()]
     print(table(["transport", "cases", "time", "time vs in-process"], rows))
 
 

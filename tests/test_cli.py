@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 from conformance.fixture import FIXTURES_DIR, load_corpus
 
@@ -237,3 +241,20 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 141
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_a_run_that_ends_before_its_first_adapter_runs_leaves_no_process(tmp_path):
+    # The first adapter starts while the corpus loads; a selection of no case then ends the command.
+    pid_file = tmp_path / "pid"
+    script = tmp_path / "adapter.py"
+    # An adapter still busy starting (it has not read its input yet) when the command ends: ended by the harness.
+    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    out = conformance("run", "--command", f"{sys.executable} {script}", "--case", "no/such-case")
+    assert out.returncode == 2 and "conformance: error:" in out.stderr and "Traceback" not in out.stderr
+    for _ in range(50):  # it was started before the corpus was read (and written its pid by now, or soon)
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

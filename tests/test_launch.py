@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from conformance.errors import UsageError
 from conformance.expected import ExpectedError
 from conformance.launch import choose_adapters, open_adapter
 from conformance.registry import RegistryError, ad_hoc, load_registry, split_command
-from conformance.transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
+from conformance.transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, AdapterFault, SubprocessTransport
 
 
 def _registry(tmp_path: Path, body: str) -> Path:
@@ -97,8 +94,6 @@ def test_a_command_that_cannot_be_split_is_named_where_it_came_from(tmp_path):
 
 
 def test_a_launched_adapter_is_greeted_later_and_a_failed_launch_is_a_failed_start(tmp_path):
-    from conformance.transport import AdapterFault, SubprocessTransport
-
     transport = SubprocessTransport([sys.executable, "-m", "conformance.reference_adapter"])
     try:
         transport.launch()
@@ -119,23 +114,3 @@ def test_a_launched_adapter_is_greeted_later_and_a_failed_launch_is_a_failed_sta
         dying.handshake()
     assert fault.value.kind == "start" and "exited with status 3 during the handshake" in str(fault.value)
     assert "no engine here" in fault.value.stderr
-
-
-def test_a_run_that_ends_before_its_first_adapter_runs_leaves_no_process(tmp_path):
-    # The first adapter starts while the corpus loads; a selection of no case then ends the command.
-    pid_file = tmp_path / "pid"
-    script = tmp_path / "adapter.py"
-    # An adapter still busy starting (it has not read its input yet) when the command ends: ended by the harness.
-    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
-    cli = Path(sys.executable).parent / "conformance"
-    out = subprocess.run(
-        [str(cli), "run", "--command", f"{sys.executable} {script}", "--case", "no/such-case"], capture_output=True, text=True
-    )
-    assert out.returncode == 2 and "conformance: error:" in out.stderr and "Traceback" not in out.stderr
-    for _ in range(50):  # it was started before the corpus was read (and written its pid by now, or soon)
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.1)
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)

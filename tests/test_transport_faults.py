@@ -154,14 +154,24 @@ def test_a_case_sent_ahead_is_sent_again_after_the_case_before_it_crashed():
     assert outcomes(run)["structure/diamond"] == {"passed"}
 
 
+def neg_chain(length):
+    """A program of ``length`` negations of one variable, each its own step: about 30 request bytes a step."""
+    steps = [{"id": "x", "op": "variable", "value": 0.5}]
+    steps += [{"id": f"n{i}", "op": "neg", "operands": [steps[-1]["id"]]} for i in range(length)]
+    return parse_program(steps, "test")
+
+
+def deaf_adapter(token):
+    """The fake that answers hello and then stops reading its input."""
+    unresponsive = Path(__file__).parent / "fakes" / "unresponsive_adapter.py"
+    return SubprocessTransport([sys.executable, str(unresponsive), "deaf", token])
+
+
 def test_an_adapter_that_stops_reading_its_input_is_named_with_the_request_left_unsent():
     # A program whose request is larger than the pipe, to an adapter that answers hello and then stops reading.
-    steps = [{"id": "x", "op": "variable", "value": 0.5}]
-    steps += [{"id": f"n{i}", "op": "neg", "operands": [steps[-1]["id"]]} for i in range(PIPE_BYTES // 30)]
-    program = parse_program(steps, "test")
+    program = neg_chain(PIPE_BYTES // 30)
     assert len(run_request("big/chain", program)) > PIPE_BYTES
-    unresponsive = Path(__file__).parent / "fakes" / "unresponsive_adapter.py"
-    transport = SubprocessTransport([sys.executable, str(unresponsive), "deaf", "stops-reading"])
+    transport = deaf_adapter("stops-reading")
     started = time.monotonic()
     try:
         with pytest.raises(AdapterFault) as fault:
@@ -177,13 +187,10 @@ def test_an_adapter_that_stops_reading_its_input_is_named_with_the_request_left_
 
 def test_requests_sent_ahead_to_an_adapter_that_does_not_read_stop_at_a_bound():
     # Each request a third of the pipe: the pipe takes three, the harness keeps up to a pipe's worth more, then stops.
-    steps = [{"id": "x", "op": "variable", "value": 0.5}]
-    steps += [{"id": f"n{i}", "op": "neg", "operands": [steps[-1]["id"]]} for i in range(PIPE_BYTES // 90)]
-    program = parse_program(steps, "test")
+    program = neg_chain(PIPE_BYTES // 90)
     size = len(run_request("big/0", program))
     assert PIPE_BYTES // 4 < size < PIPE_BYTES // 2
-    unresponsive = Path(__file__).parent / "fakes" / "unresponsive_adapter.py"
-    transport = SubprocessTransport([sys.executable, str(unresponsive), "deaf", "bounded-ahead"])
+    transport = deaf_adapter("bounded-ahead")
     try:
         transport.handshake()
         sent = [transport.send_ahead(f"big/{i}", program) for i in range(40)]

@@ -80,7 +80,7 @@ def load_toml_cases(path: Path) -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
-    from .cases import families, regressions
+    from .cases import families, regressions, survivors
     from .cases import llm as llm_family
 
     cases: list[Case] = []
@@ -89,6 +89,7 @@ def all_cases() -> list[Case]:
     cases.extend(families.cases())
     cases.extend(regressions.cases())
     cases.extend(llm_family.cases())
+    cases.extend(survivors.cases())
     seen: dict[str, str] = {}
     for case in cases:
         if case.id in seen:

@@ -93,6 +93,32 @@ def large_finite_accumulation() -> Case:
     )
 
 
+def huge_finite_results_and_derivatives() -> Case:
+    """Values and local derivatives of 1.5e308: finite, though twice them is not."""
+    steps: list[dict[str, Any]] = [
+        {"id": "a", "op": "variable", "value": 1.5e308},
+        {"id": "one", "op": "variable", "value": 1.0},
+        {"id": "r", "op": "mul", "operands": ["a", "one"]},
+        {"id": "s", "op": "mul", "operands": ["one", "a"]},
+        {"op": "backward", "output": "r"},
+    ]
+    return _case(
+        "survivors/huge-finite-results-and-derivatives",
+        "a = 1.5e308: a * 1 and 1 * a are finite, with a local derivative of 1.5e308 in slot 1 and in slot 0, so "
+        "both nodes are created, and backward from a * 1 gives 1 to a and 1.5e308 to the 1. Catches a creation "
+        "check whose finiteness test overflows on a finite value or derivative, such as value + value for "
+        "value - value (gremlins on adapters/go/autograd/graph.go: `value - value + (d0 - d0) + (d1 - d1)` with a "
+        "`-` made `+`).",
+        steps,
+        "huge_finite_results_and_derivatives",
+    )
+
+
 def cases() -> list[Case]:
     """Every survivor case."""
-    return [division_by_signed_zero(), accumulation_overflow_without_record(), large_finite_accumulation()]
+    return [
+        division_by_signed_zero(),
+        accumulation_overflow_without_record(),
+        large_finite_accumulation(),
+        huge_finite_results_and_derivatives(),
+    ]

@@ -247,6 +247,13 @@ def main() -> int:
     args.json.write_text(json.dumps([asdict(m) for m in every], indent=1) + "\n")
     print()
     print(table(rows))
+    survivors = {m.key for m in every if m.status == "survived"}
+    prefixes = tuple({"reference": "reference/", "rust": "adapters/rust/", "go": "adapters/go/"}[e] for e in engines)
+    stale = [key for key in equivalents if key.startswith(prefixes) and key not in survivors]
+    if stale:
+        print(f"\n{len(stale)} entr(ies) of {EQUIVALENT.relative_to(ROOT)} name no survivor of this run (killed, or gone):")
+        for key in stale:
+            print(f"  {key}")
     unexplained = [m for m in every if m.status == "survived" and m.key not in equivalents]
     if unexplained:
         print(f"\n{len(unexplained)} surviving mutant(s) neither killed nor listed in {EQUIVALENT.relative_to(ROOT)}:")

@@ -114,6 +114,28 @@ def huge_finite_results_and_derivatives() -> Case:
     )
 
 
+def backward_as_the_tape_grows() -> Case:
+    """backward after the tape has grown to 2, 4, 8 and 16 nodes: each pass's scratch space must cover the tape."""
+    steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 1.0}]
+    previous = "x"
+    for k in range(1, 16):
+        steps.append({"id": f"y{k}", "op": "add", "operands": [previous, "x"]})
+        previous = f"y{k}"
+        if k + 1 in (2, 4, 8, 16):  # x and y1..yk: k + 1 nodes
+            steps.append({"op": "backward", "output": previous})
+    return _case(
+        "survivors/backward-as-the-tape-grows",
+        "y_k = y_(k-1) + x, with a backward from the newest node when the graph has 2, 4, 8 and 16 nodes: "
+        "every pass sees a larger graph than the one before, so an engine that keeps per-pass scratch "
+        "buffers must grow all of them together. Catches a scratch space whose visit marks grow past its "
+        "pass adjoints, so that the size test on the marks skips a growth the adjoints needed (gremlins on "
+        "adapters/go/autograd/backward.go grow: `size-len(s.mark)` as `size+len(s.mark)`; the default fuzz "
+        "run found it, the corpus did not).",
+        steps,
+        "backward_as_the_tape_grows",
+    )
+
+
 def cases() -> list[Case]:
     """Every survivor case."""
     return [
@@ -121,4 +143,5 @@ def cases() -> list[Case]:
         accumulation_overflow_without_record(),
         large_finite_accumulation(),
         huge_finite_results_and_derivatives(),
+        backward_as_the_tape_grows(),
     ]

@@ -14,19 +14,19 @@ import ast
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from conformance.commands.docs import REPOSITORY_MARK
+from conformance.tomlfile import load_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "conformance")
 #: The repository's top-level entries a document could name (the dev .venv included, as `.venv/bin/...`).
 TOP = {path.name for path in ROOT.iterdir() if not path.name.startswith(".git")} | {".venv"}
 PATH = re.compile(r"(?<![\w./<>-])(\.?[A-Za-z_][\w.-]*(?:/[\w.*<>-]+)*/?)")
-REGISTERED = set(tomllib.loads((ROOT / "adapters" / "adapters.toml").read_text())["adapter"])
+REGISTERED = set(load_toml(ROOT / "adapters" / "adapters.toml", ValueError)["adapter"])
 
 
 def shipped_docs() -> tuple[str, ...]:

@@ -8,6 +8,7 @@ only read.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -106,11 +107,12 @@ def test_regen_cases_writes_then_checks_exactly_the_ports_own_fixtures(tmp_path,
     assert "stale: my-port/square-at-three.json" in captured.out and "extra: stray.json" in captured.out
     assert "1 stale, 0 missing, 1 extra" in captured.err and "missing: ops/" not in captured.out
     (tmp_path / "conformance-fixtures" / "stray.json").unlink()
-    assert main(["run", "--command", REFERENCE, "--fixtures", "kit", "--fixtures", "conformance-fixtures", "--case", "my-port/*"]) == 1
+    gate = ["run", "--command", REFERENCE, "--fixtures", "kit", "--fixtures", "conformance-fixtures", "--case", "my-port/*"]
+    assert main(gate) == 1
     capsys.readouterr()
     assert main(["regen", "--cases", "conformance-cases"]) == 0
     assert "wrote 1 and removed 0 fixture file(s)" in capsys.readouterr().out
-    assert main(["run", "--command", REFERENCE, "--fixtures", "kit", "--fixtures", "conformance-fixtures", "--case", "my-port/*"]) == 0
+    assert main(gate) == 0
 
 
 def test_regen_cases_reads_what_fuzz_save_wrote_and_regenerates_the_same_fixture(tmp_path, capsys):
@@ -127,8 +129,6 @@ def test_regen_cases_reads_what_fuzz_save_wrote_and_regenerates_the_same_fixture
     assert saved.read_text() == text
     rerun = re.search(r"^re-run it: conformance (.*)$", out, re.M)
     assert rerun is not None and f"--fixtures {fixtures}" in rerun.group(1)
-    import shlex
-
     assert main(shlex.split(rerun.group(1))) == 1  # the saved case fails the broken engine again, no schema needed
 
 
@@ -138,7 +138,7 @@ def test_regen_cases_reads_what_fuzz_save_wrote_and_regenerates_the_same_fixture
         ("single.toml", '[case]\nid = "a/b"\ndescription = "x"\nprogram = []\n', "written [[case]] (double brackets)"),
         ("misspelt.toml", '[[cases]]\nid = "a/b"\n', "unexpected table or key 'cases'"),
         ("empty.toml", "# nothing yet\n", "no [[case]] table"),
-        ("field.toml", CASE_FILE.replace('description =', 'level = "values"\ndescription ='), "unexpected field 'level'"),
+        ("field.toml", CASE_FILE.replace("description =", 'level = "values"\ndescription ='), "unexpected field 'level'"),
         ("kit.toml", CASE_FILE.replace("my-port/square-at-three", "seed/reused-square"), "is a case of the kit's corpus too"),
         ("badid.toml", CASE_FILE.replace("my-port/square-at-three", "My Port/x"), "at id:"),
         ("program.toml", CASE_FILE.replace('operands = ["x", "x"]', 'operands = ["x", "z"]'), "conformance-cases/program.toml"),

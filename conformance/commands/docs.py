@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         for name, path in found.items():
             print(f"{name.ljust(22)} {path}")
         return 0
-    path = found.get(args.name) or found.get(Path(args.name).stem if args.name.endswith(".md") else "")
-    if path is None:
+    document = found.get(args.name) or found.get(args.name.removesuffix(".md"))
+    if document is None:
         raise UsageError(f"no document {args.name!r} in {folder} (documents: {', '.join(found) or 'none'})")
-    print(path if args.path else path.read_text(encoding="utf-8"), end="\n" if args.path else "")
+    print(document if args.path else document.read_text(encoding="utf-8"), end="\n" if args.path else "")
     return 0

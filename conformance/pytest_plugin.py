@@ -27,8 +27,10 @@ from typing import Any, Optional
 
 import pytest
 
+from .corpora import fixture_dirs, load_corpora
+from .errors import UsageError
 from .expected import ExpectedError, load_expected
-from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .fixture import Fixture, FixtureBug
 from .launch import OpenedAdapter, open_adapter
 from .program import Program
 from .protocol import LEVELS, Observation, observations_from_data
@@ -72,8 +74,8 @@ OPTIONS = (
     Option(
         "--conformance-fixtures",
         "conformance_fixtures",
-        "fixtures folder (default: the kit's corpus)",
-        "string",
+        "fixtures folder (repeatable; default: the kit's corpus, which the word `kit` names among others)",
+        "list",
         "DIR",
     ),
     Option("--conformance-registry", "conformance_registry", "adapter registry (for adapter names)", "string", "FILE"),
@@ -204,22 +206,23 @@ def pytest_configure(config: pytest.Config) -> None:
     for level in levels or []:
         if level not in LEVELS:
             raise pytest.UsageError(f"--conformance-level {level!r}: not a level (levels: {', '.join(LEVELS)})")
-    fixtures_dir = Path(setting(config, "--conformance-fixtures") or default_fixtures_dir())
+    fixtures_dirs = fixture_dirs(setting(config, "--conformance-fixtures"))
     try:
-        corpus = load_corpus(fixtures_dir)
+        corpus = load_corpora(fixtures_dirs)
     except FixtureBug as bug:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
     patterns = setting(config, "--conformance-case") or None
     fixtures = select(corpus, patterns, None)
     allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")
     if not fixtures and not allow_empty:
         from .commands.run import empty_selection_message
 
-        raise pytest.UsageError(empty_selection_message(fixtures_dir, len(corpus), patterns, None))
+        raise pytest.UsageError(empty_selection_message(fixtures_dirs, len(corpus), patterns, None))
     json_path = setting(config, "--conformance-json")
     html_path = setting(config, "--conformance-html")
     if html_path:
-        from .errors import UsageError
         from .html import check_target
 
         try:

@@ -21,11 +21,12 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Optional
+from typing import Optional, Sequence
 
+from ..corpora import add_fixtures_option, describe_folders, fixture_dirs, load_corpora_reporting
 from ..errors import UsageError
 from ..expected import Expected, write_expected
-from ..fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus_reporting
+from ..fixture import Fixture, FixtureBug
 from ..html import check_target, write_report
 from ..launch import OpenedAdapter, choose_adapters, open_adapter
 from ..mutants import bug_named
@@ -93,7 +94,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.add_argument(
         "--registry", type=Path, default=REGISTRY, help="adapter registry (default: the kit checkout's adapters/adapters.toml)"
     )
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
+    add_fixtures_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -117,17 +118,18 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
     return value
 
 
-def empty_selection_message(fixtures_dir: Path, total: int, patterns: Optional[list[str]], shard: object) -> str:
-    """Why zero cases were selected, naming the folder looked in."""
+def empty_selection_message(fixtures_dirs: Sequence[Path], total: int, patterns: Optional[list[str]], shard: object) -> str:
+    """Why zero cases were selected, naming the folders looked in."""
     if total == 0:
         return (
-            f"no case found: the fixtures folder {fixtures_dir} has no fixture files"
-            + ("" if fixtures_dir.is_dir() else " (it does not exist)")
+            f"no case found: {describe_folders(fixtures_dirs)} {'has' if len(fixtures_dirs) == 1 else 'have'} no fixture files"
+            + ("" if all(folder.is_dir() for folder in fixtures_dirs) else " (it does not exist)")
             + "; point --fixtures at the corpus, or reinstall the kit"
         )
     chosen = f"--case {' '.join(patterns)}" if patterns else "the selection"
     extra = f" with --shard {shard}" if shard else ""
-    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {fixtures_dir} (--allow-empty accepts that)"
+    where = ", ".join(str(folder) for folder in fixtures_dirs)
+    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {where} (--allow-empty accepts that)"
 
 
 class _Terminated(KeyboardInterrupt):
@@ -154,10 +156,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         # The first adapter starts while the corpus loads, when opening it takes no build (which would log).
         early = _launched(adapters[0], timeout, handshake_timeout, args.update_expected) if adapters else None
-        corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
+        folders = fixture_dirs(args.fixtures)
+        corpus, fixture_bugs = load_corpora_reporting(folders)
         fixtures = select(corpus, args.case, shard)
         if not fixtures and not fixture_bugs and not args.allow_empty:
-            raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, args.shard))
+            raise UsageError(empty_selection_message(folders, len(corpus), args.case, args.shard))
         return _run_all(args, adapters, early, fixtures, fixture_bugs, timeout, handshake_timeout, max_time)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 import pytest
 
-from .expected import ExpectedError, load_expected
+from .expected import ExpectedError, check_cases, load_expected
 from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
 from .launch import OpenedAdapter, open_adapter
 from .program import Program
@@ -209,6 +209,11 @@ def pytest_configure(config: pytest.Config) -> None:
         corpus = load_corpus(fixtures_dir)
     except FixtureBug as bug:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
+    try:  # every case pattern of an expected-failures file must match a case of the corpus
+        for adapter in adapters:
+            check_cases(adapter.expected_failures_path(), {f.id for f in corpus})
+    except ExpectedError as error:
+        raise pytest.UsageError(str(error)) from None
     patterns = setting(config, "--conformance-case") or None
     fixtures = select(corpus, patterns, None)
     allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")

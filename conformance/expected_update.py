@@ -1,0 +1,243 @@
+"""``--update-expected``: rewrite an expected-failures file from a run's results, keeping what people wrote.
+
+The file is a reviewed document: its header, the comment above an entry, a
+comment at the end of a line, blank lines and the reviewers' reasons all
+survive a rewrite (tomlkit reads the file with its layout). The entries are
+gone through in file order, each claiming the results it covers that no
+earlier entry claimed:
+
+- an entry whose pattern matches no case of the corpus is removed;
+- an entry that covers no result of this run (its cases were not selected, or
+  were unsupported) is kept as it is;
+- an entry that covers only results that pass is stale, and removed;
+- an entry that covers results that fail and results that pass is too broad:
+  it is narrowed in place (its level, or its cases) to what fails, keeping
+  its comments and reason;
+- a failing result that no entry covers gets a new draft entry
+  (``unreviewed = true``) at the end.
+
+``Update.notes`` says, one line each, which entries were removed or narrowed and why.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Collection, Optional, Sequence
+
+import tomlkit
+from tomlkit.items import AoT, Comment, Table, Whitespace
+
+from .expected import Expected
+from .files import write_atomic
+from .protocol import LEVELS
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One (case, level) result of the run that was compared: whether it failed, and a draft's reason and bug."""
+
+    case: str
+    level: str
+    failed: bool
+    reason: str = ""
+    bug: Optional[str] = None
+
+
+@dataclass
+class Update:
+    """What a rewrite did: the entries now in the file, and one note per entry removed or narrowed."""
+
+    entries: list[Expected]
+    notes: list[str] = field(default_factory=list)
+    added: int = 0
+
+
+@dataclass
+class _Slot:
+    """One entry of the old file and what becomes of it: kept, removed ([]), or replaced by narrower entries."""
+
+    entry: Expected
+    becomes: list[Expected]
+    leading: str = ""  # the comment lines right above its [[expected]]
+    header: str = "[[expected]]"
+    table: Optional[Table] = None
+    tail: str = ""  # comment lines right below its last key
+    loose: str = ""  # what follows, up to the next entry's leading comments: blank lines, detached comments
+
+
+def update_expected(
+    path: Path,
+    old: list[Expected],
+    observed: Sequence[Observed],
+    header: str,
+    cases: Optional[Collection[str]] = None,
+) -> Update:
+    """Rewrite the file at ``path`` (which holds ``old``) from ``observed``; ``cases``: the corpus's case ids.
+
+    ``header`` is the comment that starts a new file; an existing file keeps its own.
+    """
+    ran = {(o.case, o.level): o for o in observed}
+    unclaimed = dict(ran)
+    update = Update([])
+    slots = [_Slot(entry, [entry]) for entry in old]
+    for slot in slots:
+        entry = slot.entry
+        if cases is not None and not any(fnmatch.fnmatchcase(case, entry.case) for case in cases):
+            slot.becomes = []
+            update.notes.append(f"removed {entry.label()}: its case pattern matches no case of the corpus")
+            continue
+        if not any(entry.matches(case, level) for case, level in ran):
+            continue  # outside this run: kept as it is
+        mine = [key for key in unclaimed if entry.matches(*key)]
+        failing = [key for key in mine if ran[key].failed]
+        passing = [key for key in mine if not ran[key].failed]
+        if not failing:
+            slot.becomes = []
+            why = "every result it covers passed" if mine else "every result it covers is covered by an earlier entry"
+            update.notes.append(f"removed {entry.label()}: {why}")
+            continue
+        for key in failing:
+            del unclaimed[key]
+        if passing:
+            slot.becomes = _narrowed(entry, failing, passing)
+            update.notes.append(_narrowed_note(entry, failing, passing, slot.becomes))
+    drafts = [Expected(o.case, o.level, o.reason, o.bug, unreviewed=True) for key, o in unclaimed.items() if o.failed]
+    update.added = len(drafts)
+    update.entries = [entry for slot in slots for entry in slot.becomes] + drafts
+    write_atomic(path, _text(path, slots, drafts, header))
+    return update
+
+
+def _narrowed(entry: Expected, failing: list[tuple[str, str]], passing: list[tuple[str, str]]) -> list[Expected]:
+    """What of ``entry`` fails: its pattern at each level where nothing it covers passes, else the failing cases."""
+    passing_levels = {level for _, level in passing}
+    narrower = []
+    for level in LEVELS:
+        cases = sorted(case for case, at in failing if at == level)
+        if not cases:
+            continue
+        if level not in passing_levels:
+            narrower.append(replace(entry, level=level))
+        else:
+            narrower += [replace(entry, case=case, level=level) for case in cases]
+    return narrower
+
+
+def _narrowed_note(entry: Expected, failing: list[tuple[str, str]], passing: list[tuple[str, str]], now: list[Expected]) -> str:
+    failing_levels = {level for _, level in failing}
+    levels = [level for level in LEVELS if any(at == level for _, at in passing) and level not in failing_levels]
+    cases = sorted({case for case, level in passing if level in failing_levels})
+    covers = []
+    if levels:
+        covers.append(f"levels that pass: {', '.join(levels)}")
+    if cases:
+        covers.append(f"cases that pass: {', '.join(cases[:5])}{' ...' if len(cases) > 5 else ''}")
+    into = ", ".join(f"(case {e.case}, level {e.level})" for e in now[:5]) + (" ..." if len(now) > 5 else "")
+    return f"narrowed {entry.label()}: it also covered {'; '.join(covers)}; now {into}"
+
+
+def _text(path: Path, slots: list[_Slot], drafts: list[Expected], header: str) -> str:
+    """The new file: the old one's header, comments and layout, with the entries replaced."""
+    prelude, footer = _comment(header), ""
+    if path.exists() and slots:
+        parsed = _read_layout(path.read_text(encoding="utf-8"), slots)
+        if parsed is not None:
+            prelude, footer = parsed
+    elif path.exists():
+        prelude = path.read_text(encoding="utf-8")  # a file with no entries: all comment
+    blocks = [prelude]
+    for slot in slots:
+        for index, entry in enumerate(slot.becomes):
+            if index == 0 and slot.table is not None:
+                for key in ("case", "level"):
+                    if slot.table.get(key) != getattr(entry, key):
+                        slot.table[key] = getattr(entry, key)
+                blocks.append(slot.leading + slot.header + "\n" + _own(slot.table) + slot.tail)
+            else:
+                blocks.append(_fresh(entry))
+        blocks.append(slot.loose)
+    blocks += [_fresh(entry) for entry in drafts]
+    blocks.append(footer)
+    return "\n\n".join(text for text in (_trim(block) for block in blocks) if text) + "\n"
+
+
+def _read_layout(text: str, slots: list[_Slot]) -> Optional[tuple[str, str]]:
+    """Fill each slot's table and comments from the file; the header and the footer (None: not [[expected]] tables)."""
+    document = tomlkit.parse(text)
+    tables = document.get("expected")
+    if not isinstance(tables, AoT) or len(tables.body) != len(slots):
+        return None  # an inline array of tables: rewritten plainly
+    at = next(index for index, (key, _) in enumerate(document.body) if key == "expected")
+    prelude, leading = _split_prelude("".join(item.as_string() for _, item in document.body[:at]))
+    after = "".join(item.as_string() for _, item in document.body[at + 1 :])
+    for index, (slot, table) in enumerate(zip(slots, tables.body)):
+        slot.table, slot.leading = table, leading
+        if table.trivia.comment:
+            slot.header += (table.trivia.comment_ws or "  ") + table.trivia.comment
+        trail = "".join(item.as_string() for item in _trailing(table))
+        last = index == len(slots) - 1
+        slot.tail, slot.loose, leading = _split_trail(trail, last)
+    return prelude, leading + after
+
+
+def _trailing(table: Table) -> list[Any]:
+    """The comments and blank lines at the end of a table's body (tomlkit puts the next entry's comments there)."""
+    body = table.value.body
+    start = len(body)
+    while start > 0 and body[start - 1][0] is None and isinstance(body[start - 1][1], (Comment, Whitespace)):
+        start -= 1
+    return [item for _, item in body[start:]]
+
+
+def _own(table: Table) -> str:
+    """The table's keys and the comments among them, without its trailing comments and blank lines."""
+    full = table.as_string()
+    trail = "".join(item.as_string() for item in _trailing(table))
+    return full[: len(full) - len(trail)] if trail and full.endswith(trail) else full
+
+
+def _split_prelude(text: str) -> tuple[str, str]:
+    """The file's header, and the comment lines right above the first entry (after the header's last blank line)."""
+    lines = text.splitlines(keepends=True)
+    blanks = [index for index, line in enumerate(lines) if not line.strip()]
+    if not blanks:
+        return text, ""  # one block of comments above the first entry: the header, not that entry's
+    return "".join(lines[: blanks[-1] + 1]), "".join(lines[blanks[-1] + 1 :])
+
+
+def _split_trail(text: str, last: bool) -> tuple[str, str, str]:
+    """A table's trailing text as (comments right below it, what is loose, comments right above the next entry)."""
+    lines = text.splitlines(keepends=True)
+    blanks = [index for index, line in enumerate(lines) if not line.strip()]
+    if not blanks:
+        return (text, "", "") if last else ("", "", text)
+    first, final = blanks[0], blanks[-1]
+    return "".join(lines[:first]), "".join(lines[first : final + 1]), "".join(lines[final + 1 :])
+
+
+def _fresh(entry: Expected) -> str:
+    table = tomlkit.table()
+    table.add("case", entry.case)
+    table.add("level", entry.level)
+    table.add("reason", entry.reason.replace("\n", " "))
+    if entry.bug is not None:
+        table.add("bug", entry.bug)
+    if entry.unreviewed:
+        table.add("unreviewed", True)
+    return "[[expected]]\n" + table.as_string()
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" if line else "#\n" for line in text.splitlines())
+
+
+def _trim(text: str) -> str:
+    """The text without blank lines at its start and end."""
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)

@@ -24,14 +24,16 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Collection, Optional, Sequence
+from typing import Any, Collection, Iterable, Optional, Sequence
 
 import tomlkit
 from tomlkit.items import AoT, Comment, Table, Whitespace
 
 from .expected import Expected
 from .files import write_atomic
+from .mutants import bug_named
 from .protocol import LEVELS
+from .runner import Outcome, Result
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,20 @@ class Observed:
     failed: bool
     reason: str = ""
     bug: Optional[str] = None
+
+
+def observed_results(results: Iterable[Result]) -> list[Observed]:
+    """A run's compared results, failed or passed, each failure with a draft's reason and bug (unsupported: left out)."""
+    observed = []
+    for result in results:
+        if result.outcome in (Outcome.PASSED, Outcome.XPASSED):
+            observed.append(Observed(result.case, result.level, failed=False))
+        elif result.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XFAILED):
+            # Several likely bugs reproduce the same numbers on some cases: the draft names each, the review picks.
+            reason = "; or ".join(result.diagnosis) if result.diagnosis else (result.message.splitlines() or ["failed"])[0]
+            bug = next((bug_named(text) for text in result.diagnosis if bug_named(text)), None)
+            observed.append(Observed(result.case, result.level, True, reason, bug))
+    return observed
 
 
 @dataclass
@@ -67,6 +83,71 @@ class _Slot:
     loose: str = ""  # what follows, up to the next entry's leading comments: blank lines, detached comments
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a run says about one entry: ``becomes`` the entries that should replace it ([] when it is to go)."""
+
+    entry: Expected
+    becomes: list[Expected]
+    why: str = ""
+    """Why it is to go, or what passing results it also covers (empty when it stays as it is)."""
+
+    @property
+    def removed(self) -> bool:
+        """Whether the entry is to go (stale, shadowed, or matching no case)."""
+        return not self.becomes
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether the entry is too broad, to be replaced by narrower ones."""
+        return bool(self.becomes) and self.becomes != [self.entry]
+
+
+def judge(
+    old: list[Expected], observed: Sequence[Observed], cases: Optional[Collection[str]] = None
+) -> tuple[list[Verdict], list[Observed]]:
+    """A verdict on every entry, in file order, and the failing results no entry covers.
+
+    Each entry claims the results it covers that no earlier entry claimed (the runner's first match).
+    """
+    ran = {(o.case, o.level): o for o in observed}
+    unclaimed = dict(ran)
+    verdicts = []
+    for entry in old:
+        if cases is not None and not any(fnmatch.fnmatchcase(case, entry.case) for case in cases):
+            verdicts.append(Verdict(entry, [], "its case pattern matches no case of the corpus"))
+            continue
+        if not any(entry.matches(case, level) for case, level in ran):
+            verdicts.append(Verdict(entry, [entry]))  # outside this run: kept as it is
+            continue
+        mine = [key for key in unclaimed if entry.matches(*key)]
+        failing = [key for key in mine if ran[key].failed]
+        passing = [key for key in mine if not ran[key].failed]
+        if not failing:
+            why = "every result it covers passed" if mine else "every result it covers is covered by an earlier entry"
+            verdicts.append(Verdict(entry, [], why))
+            continue
+        for key in failing:
+            del unclaimed[key]
+        if passing:
+            verdicts.append(Verdict(entry, _narrowed(entry, failing, passing), _covers(failing, passing)))
+        else:
+            verdicts.append(Verdict(entry, [entry]))
+    return verdicts, [o for o in unclaimed.values() if o.failed]
+
+
+def run_notes(entries: list[Expected], observed: Sequence[Observed]) -> list[str]:
+    """After a run: one line per entry that is stale or too broad, saying what to do (``--update-expected`` would)."""
+    notes = []
+    for verdict in judge(entries, observed)[0]:
+        if verdict.removed:
+            notes.append(f"{verdict.entry.label()} is stale ({verdict.why}): remove it")
+        elif verdict.narrowed:
+            narrower = _listed(verdict.becomes)
+            notes.append(f"{verdict.entry.label()} also covers {verdict.why}: narrow it to {narrower} (--update-expected does)")
+    return notes
+
+
 def update_expected(
     path: Path,
     old: list[Expected],
@@ -78,32 +159,17 @@ def update_expected(
 
     ``header`` is the comment that starts a new file; an existing file keeps its own.
     """
-    ran = {(o.case, o.level): o for o in observed}
-    unclaimed = dict(ran)
+    verdicts, left = judge(old, observed, cases)
     update = Update([])
-    slots = [_Slot(entry, [entry]) for entry in old]
-    for slot in slots:
-        entry = slot.entry
-        if cases is not None and not any(fnmatch.fnmatchcase(case, entry.case) for case in cases):
-            slot.becomes = []
-            update.notes.append(f"removed {entry.label()}: its case pattern matches no case of the corpus")
-            continue
-        if not any(entry.matches(case, level) for case, level in ran):
-            continue  # outside this run: kept as it is
-        mine = [key for key in unclaimed if entry.matches(*key)]
-        failing = [key for key in mine if ran[key].failed]
-        passing = [key for key in mine if not ran[key].failed]
-        if not failing:
-            slot.becomes = []
-            why = "every result it covers passed" if mine else "every result it covers is covered by an earlier entry"
-            update.notes.append(f"removed {entry.label()}: {why}")
-            continue
-        for key in failing:
-            del unclaimed[key]
-        if passing:
-            slot.becomes = _narrowed(entry, failing, passing)
-            update.notes.append(_narrowed_note(entry, failing, passing, slot.becomes))
-    drafts = [Expected(o.case, o.level, o.reason, o.bug, unreviewed=True) for key, o in unclaimed.items() if o.failed]
+    slots = [_Slot(verdict.entry, verdict.becomes) for verdict in verdicts]
+    for verdict in verdicts:
+        if verdict.removed:
+            update.notes.append(f"removed {verdict.entry.label()}: {verdict.why}")
+        elif verdict.narrowed:
+            update.notes.append(
+                f"narrowed {verdict.entry.label()}: it also covered {verdict.why}; now {_listed(verdict.becomes)}"
+            )
+    drafts = [Expected(o.case, o.level, o.reason, o.bug, unreviewed=True) for o in left]
     update.added = len(drafts)
     update.entries = [entry for slot in slots for entry in slot.becomes] + drafts
     write_atomic(path, _text(path, slots, drafts, header))
@@ -125,17 +191,24 @@ def _narrowed(entry: Expected, failing: list[tuple[str, str]], passing: list[tup
     return narrower
 
 
-def _narrowed_note(entry: Expected, failing: list[tuple[str, str]], passing: list[tuple[str, str]], now: list[Expected]) -> str:
+def _covers(failing: list[tuple[str, str]], passing: list[tuple[str, str]]) -> str:
+    """The passing results an entry covers beside failing ones: the levels where nothing fails, the cases elsewhere."""
     failing_levels = {level for _, level in failing}
     levels = [level for level in LEVELS if any(at == level for _, at in passing) and level not in failing_levels]
     cases = sorted({case for case, level in passing if level in failing_levels})
     covers = []
     if levels:
-        covers.append(f"levels that pass: {', '.join(levels)}")
+        covers.append(f"levels that pass ({', '.join(levels)})")
     if cases:
-        covers.append(f"cases that pass: {', '.join(cases[:5])}{' ...' if len(cases) > 5 else ''}")
-    into = ", ".join(f"(case {e.case}, level {e.level})" for e in now[:5]) + (" ..." if len(now) > 5 else "")
-    return f"narrowed {entry.label()}: it also covered {'; '.join(covers)}; now {into}"
+        covers.append(f"cases that pass ({', '.join(cases[:5])}{' ...' if len(cases) > 5 else ''})")
+    return " and ".join(covers)
+
+
+def _listed(entries: list[Expected]) -> str:
+    """Narrower entries as a note names them: their levels when they keep the case pattern, else each one."""
+    if len({e.case for e in entries}) == 1:
+        return f"case {entries[0].case}, level {', '.join(e.level for e in entries)}"
+    return ", ".join(f"(case {e.case}, level {e.level})" for e in entries[:5]) + (" ..." if len(entries) > 5 else "")
 
 
 def _text(path: Path, slots: list[_Slot], drafts: list[Expected], header: str) -> str:

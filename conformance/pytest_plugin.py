@@ -341,6 +341,18 @@ def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
     return str(path), sum(entry.unreviewed for entry in entries)
 
 
+def _expected_notes(adapter: Optional[AdapterConfig], results: list[Result]) -> list[str]:
+    """One line per entry of the adapter's expected-failures file that the results show stale or too broad."""
+    path = adapter.expected_failures_path() if adapter is not None else None
+    try:
+        entries = load_expected(path)
+    except ExpectedError:  # reported where the tests loaded it
+        return []
+    from .expected_update import observed_results, run_notes
+
+    return [f"{path}: {note}" for note in run_notes(entries, observed_results(results))]
+
+
 def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optional[tuple[Observation, ...]]:
     """A gathered wrong answer's observations, decoded again (None when the result carries none)."""
     raw = data.get("observations")
@@ -429,6 +441,9 @@ class _Gatherer:
             terminalreporter.write_line(line)
         for line in warning_lines(runs):
             terminalreporter.write_line(line, yellow=True)
+        for run in runs:  # each stale or too broad expected failure, judged over every case of the session
+            for note in _expected_notes(adapters.get(run.name), run.results):
+                terminalreporter.write_line(f"{run.name}: {note}", yellow=True)
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

@@ -84,8 +84,8 @@ def test_a_rewrite_keeps_the_header_comments_and_reasons_removes_stale_entries_n
     assert '# kept: outside this run\n[[expected]]\ncase = "structure/deep-chain-*"' in text
     assert "# (the million-node chain overflows the stack)" in text and text.rstrip().endswith("# end of the reviewed list")
     assert update.notes == [
-        "narrowed entry 1 (case ops/pow/*, level *): it also covered levels that pass: values; "
-        "now (case ops/pow/*, level gradients)",
+        "narrowed entry 1 (case ops/pow/*, level *): it also covered levels that pass (values); "
+        "now case ops/pow/*, level gradients",
         "removed entry 2 (case seed/detach, level values): every result it covers passed",
         "removed entry 4 (case ops/powr/*, level *): its case pattern matches no case of the corpus",
     ]
@@ -115,7 +115,7 @@ def test_a_pattern_that_fails_at_some_cases_and_passes_at_others_is_narrowed_to_
     update = update_expected(path, load_expected(path), observed, "", {"ops/a", "ops/b"})
     assert [(e.case, e.level, e.reason) for e in load_expected(path)] == [("ops/a", "values", "r")]
     assert update.notes == [
-        "narrowed entry 1 (case ops/*, level values): it also covered cases that pass: ops/b; now (case ops/a, level values)"
+        "narrowed entry 1 (case ops/*, level values): it also covered cases that pass (ops/b); now case ops/a, level values"
     ]
 
 
@@ -129,10 +129,8 @@ def test_update_expected_from_the_cli_keeps_comments_says_what_it_removed_and_le
     updated = conformance(*command, "--expected-failures", path, "--update-expected")
     assert updated.returncode == 0, updated.stderr
     assert f"command: {path}: removed entry 2 (case seed/detach, level values): every result it covers passed" in updated.stderr
-    assert (
-        f"command: {path}: narrowed entry 1 (case repeated/x-mul-x, level *): it also covered levels that pass: values;"
-        in updated.stderr
-    )
+    narrowed = "narrowed entry 1 (case repeated/x-mul-x, level *): it also covered levels that pass (values); now case"
+    assert f"command: {path}: {narrowed} repeated/x-mul-x, level gradients, trace, order" in updated.stderr
     text = path.read_text()
     assert text.startswith("# header kept\n\n# why x*x fails\n[[expected]]\n") and "never failed" not in text
     gated = conformance(*command, "--expected-failures", path)
@@ -170,3 +168,40 @@ def test_a_creation_that_should_have_failed_shows_the_value_that_came_back_and_t
     assert 'got {"value": "inf", "tracked": true}' in text or 'got {"value": "-inf", "tracked": true}' in text, text
     assert "should have failed with non-finite-leaf, but returned a value" in text
     assert "got nothing" not in text
+
+
+def test_after_a_run_each_stale_or_too_broad_entry_gets_one_line_judged_over_every_case_it_covers(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text(
+        '[[expected]]\ncase = "repeated/x-*"\nlevel = "*"\nreason = "merged"\n\n'
+        '[[expected]]\ncase = "seed/*"\nlevel = "values"\nreason = "never failed"\n\n'
+        '[[expected]]\ncase = "repeated/cube"\nlevel = "gradients"\nreason = "merged, and right"\n'
+    )
+    command = ("run", "--command", f"{BROKEN} merge-edges", "--case", "repeated/*", "--case", "seed/detach")
+    out = conformance(*command, "--expected-failures", path)
+    assert out.returncode == 1
+    notes = [line for line in out.stderr.splitlines() if line.startswith(f"command: {path}: ")]
+    assert notes == [
+        f"command: {path}: entry 1 (case repeated/x-*, level *) also covers levels that pass (values): "
+        "narrow it to case repeated/x-*, level gradients, trace, order (--update-expected does)",
+        f"command: {path}: entry 2 (case seed/*, level values) is stale (every result it covers passed): remove it",
+    ]
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_pytest_plugin_says_an_entry_is_too_broad_in_the_failure_and_in_the_summary(pytester, tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text('[[expected]]\ncase = "repeated/x-mul-x"\nlevel = "*"\nreason = "merged"\n')
+    result = pytester.runpytest_subprocess(
+        "--conformance-command", f"{BROKEN} merge-edges", "--conformance-case", "repeated/x-mul-x",
+        "--conformance-expected-failures", str(path),
+    )  # fmt: skip
+    assert result.ret == 1
+    output = result.stdout.str()
+    assert "entry 1 (case repeated/x-mul-x, level *) also covers levels that pass: values" in output
+    assert (
+        f"command: {path}: entry 1 (case repeated/x-mul-x, level *) also covers levels that pass (values): "
+        "narrow it to case repeated/x-mul-x, level gradients, trace, order (--update-expected does)"
+    ) in output

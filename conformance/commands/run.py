@@ -25,11 +25,10 @@ from typing import Optional
 
 from ..errors import UsageError
 from ..expected import Expected, check_cases
-from ..expected_update import Observed, update_expected
+from ..expected_update import observed_results, run_notes, update_expected
 from ..fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus_reporting
 from ..html import check_target, write_report
 from ..launch import OpenedAdapter, choose_adapters, open_adapter
-from ..mutants import bug_named
 from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig
 from ..report import (
@@ -43,7 +42,7 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, Outcome, not_run, run_adapter, select
+from ..runner import AdapterRun, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
@@ -301,6 +300,9 @@ def _run_one(
     run.expected_failures = str(path) if path else ""
     if args.update_expected:
         expected = _update_expected(adapter, run, expected, args)
+    else:  # a stale or too broad entry, judged over the whole run (each result's message sees only its case)
+        for note in run_notes(expected, observed_results(run.results)):
+            log.note(f"{adapter.name}: {path}: {note}")
     run.unreviewed = sum(entry.unreviewed for entry in expected)
     return run, None
 
@@ -317,17 +319,7 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
     if path is None:
         print(f"{adapter.name}: no expected_failures file is configured; nothing updated", file=sys.stderr)
         return old
-    observed = []
-    for result in run.results:
-        if result.outcome not in (Outcome.FAILED, Outcome.ERROR, Outcome.XFAILED, Outcome.PASSED, Outcome.XPASSED):
-            continue  # unsupported or not run: nothing was learnt about it
-        if result.outcome in (Outcome.PASSED, Outcome.XPASSED):
-            observed.append(Observed(result.case, result.level, failed=False))
-            continue
-        # Several likely bugs reproduce the same numbers on some cases: the draft names each, the review picks.
-        reason = "; or ".join(result.diagnosis) if result.diagnosis else (result.message.splitlines() or ["failed"])[0]
-        bug = next((bug_named(text) for text in result.diagnosis if bug_named(text)), None)
-        observed.append(Observed(result.case, result.level, True, reason, bug))
+    observed = observed_results(run.results)
     command = shlex.join(["conformance", *getattr(args, "argv", ["run", "--update-expected"])])
     header = (
         f"Expected failures of the {adapter.name} adapter: case pattern, level and the reason.\n"

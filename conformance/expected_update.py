@@ -172,7 +172,10 @@ def update_expected(
     drafts = [Expected(o.case, o.level, o.reason, o.bug, unreviewed=True) for o in left]
     update.added = len(drafts)
     update.entries = [entry for slot in slots for entry in slot.becomes] + drafts
-    write_atomic(path, _text(path, slots, drafts, header))
+    text, lost = _text(path, slots, drafts, header)
+    if lost:
+        update.notes.append(lost)
+    write_atomic(path, text)
     return update
 
 
@@ -211,15 +214,16 @@ def _listed(entries: list[Expected]) -> str:
     return ", ".join(f"(case {e.case}, level {e.level})" for e in entries[:5]) + (" ..." if len(entries) > 5 else "")
 
 
-def _text(path: Path, slots: list[_Slot], drafts: list[Expected], header: str) -> str:
-    """The new file: the old one's header, comments and layout, with the entries replaced."""
-    prelude, footer = _comment(header), ""
-    if path.exists() and slots:
-        parsed = _read_layout(path.read_text(encoding="utf-8"), slots)
-        if parsed is not None:
-            prelude, footer = parsed
-    elif path.exists():
-        prelude = path.read_text(encoding="utf-8")  # a file with no entries: all comment
+def _text(path: Path, slots: list[_Slot], drafts: list[Expected], header: str) -> tuple[str, str]:
+    """The new file: the old one's header, comments and layout, with the entries replaced; and a note on what was lost."""
+    prelude, footer, lost = _comment(header), "", ""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if old.strip() and slots:
+        prelude, footer, kept = _read_layout(old, slots)
+        if not kept:
+            lost = "its entries were an inline array: rewritten as [[expected]] tables, without the comments inside it"
+    elif old.strip():
+        prelude = old  # a file with no entries: all comment
     blocks = [prelude]
     for slot in slots:
         for index, entry in enumerate(slot.becomes):
@@ -233,18 +237,19 @@ def _text(path: Path, slots: list[_Slot], drafts: list[Expected], header: str) -
         blocks.append(slot.loose)
     blocks += [_fresh(entry) for entry in drafts]
     blocks.append(footer)
-    return "\n\n".join(text for text in (_trim(block) for block in blocks) if text) + "\n"
+    return "\n\n".join(text for text in (_trim(block) for block in blocks) if text) + "\n", lost
 
 
-def _read_layout(text: str, slots: list[_Slot]) -> Optional[tuple[str, str]]:
-    """Fill each slot's table and comments from the file; the header and the footer (None: not [[expected]] tables)."""
+def _read_layout(text: str, slots: list[_Slot]) -> tuple[str, str, bool]:
+    """Fill each slot's table and comments from the file; its header, its footer, and whether the entries were tables."""
     document = tomlkit.parse(text)
+    at = next(index for index, (key, _) in enumerate(document.body) if key == "expected")
+    before = "".join(item.as_string() for _, item in document.body[:at])
+    after = "".join(item.as_string() for _, item in document.body[at + 1 :])
     tables = document.get("expected")
     if not isinstance(tables, AoT) or len(tables.body) != len(slots):
-        return None  # an inline array of tables: rewritten plainly
-    at = next(index for index, (key, _) in enumerate(document.body) if key == "expected")
-    prelude, leading = _split_prelude("".join(item.as_string() for _, item in document.body[:at]))
-    after = "".join(item.as_string() for _, item in document.body[at + 1 :])
+        return before, after, False  # an inline array of tables: rewritten plainly
+    prelude, leading = _split_prelude(before)
     for index, (slot, table) in enumerate(zip(slots, tables.body)):
         slot.table, slot.leading = table, leading
         if table.trivia.comment:
@@ -252,7 +257,7 @@ def _read_layout(text: str, slots: list[_Slot]) -> Optional[tuple[str, str]]:
         trail = "".join(item.as_string() for item in _trailing(table))
         last = index == len(slots) - 1
         slot.tail, slot.loose, leading = _split_trail(trail, last)
-    return prelude, leading + after
+    return prelude, leading + after, True
 
 
 def _trailing(table: Table) -> list[Any]:

@@ -205,3 +205,22 @@ def test_the_pytest_plugin_says_an_entry_is_too_broad_in_the_failure_and_in_the_
         f"command: {path}: entry 1 (case repeated/x-mul-x, level *) also covers levels that pass (values): "
         "narrow it to case repeated/x-mul-x, level gradients, trace, order (--update-expected does)"
     ) in output
+
+
+def test_a_file_of_comments_only_such_as_a_starters_keeps_them_above_the_new_drafts(tmp_path):
+    path = tmp_path / "expected.toml"
+    template = (ROOT / "conformance" / "starters" / "python" / "expected-failures.toml").read_text()
+    path.write_text(template)
+    update = update_expected(path, [], [Observed("seed/detach", "values", failed=True, reason="r")], "unused header", None)
+    text = path.read_text()
+    assert text.startswith(template.rstrip("\n")) and "unused header" not in text
+    assert [(e.case, e.unreviewed) for e in load_expected(path)] == [("seed/detach", True)] and update.added == 1
+
+
+def test_an_inline_array_of_entries_is_rewritten_as_tables_and_the_output_says_what_was_not_kept(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text('# kept\nexpected = [{case = "seed/detach", level = "values", reason = "r"}]\n')
+    update = update_expected(path, load_expected(path), [Observed("seed/detach", "values", failed=True)], "", None)
+    assert path.read_text().startswith("# kept\n\n[[expected]]\n")
+    assert update.notes == ["its entries were an inline array: rewritten as [[expected]] tables, without the comments inside it"]
+    assert [(e.case, e.reason) for e in load_expected(path)] == [("seed/detach", "r")]

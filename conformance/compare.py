@@ -224,8 +224,10 @@ def _values(out: _Collector, index: int, step: Step, expected: Observation, actu
         return
     path = f"observations[{index}]"
     if expected.error is not None:
-        if actual.error is None:
-            out.add(index, f"{path}.error", expected.error, _MISSING, note=f"{step.describe()} should have failed")
+        if actual.error is None:  # what came back instead of the error is what tells the bug
+            returned = {"value": actual.value, "tracked": actual.tracked}
+            note = f"{step.describe()} should have failed with {expected.error.kind}, but returned a value"
+            out.add(index, f"{path}.error", expected.error, returned, note=note)
             return
         out.error(index, f"{path}.error", expected.error, actual.error)
         return
@@ -252,7 +254,8 @@ def _errors(out: _Collector, index: int, step: Step, expected: Observation, actu
         return
     path = f"observations[{index}]"
     if actual.error is None:
-        out.add(index, f"{path}.error", expected.error, _MISSING, note=f"{step.describe()} should have failed")
+        note = f"{step.describe()} should have failed with {expected.error.kind}, but it succeeded"
+        out.add(index, f"{path}.error", expected.error, _MISSING, note=note)
     else:
         out.error(index, f"{path}.error", expected.error, actual.error)
     assert expected.gradients is not None

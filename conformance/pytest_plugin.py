@@ -29,7 +29,7 @@ import pytest
 
 from .corpora import fixture_dirs, load_corpora
 from .errors import UsageError
-from .expected import ExpectedError, load_expected
+from .expected import ExpectedError, check_cases, load_expected
 from .fixture import Fixture, FixtureBug
 from .launch import OpenedAdapter, open_adapter
 from .program import Program
@@ -213,6 +213,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
     except UsageError as error:
         raise pytest.UsageError(str(error)) from None
+    try:  # every case pattern of an expected-failures file must match a case of the corpus
+        for adapter in adapters:
+            check_cases(adapter.expected_failures_path(), {f.id for f in corpus})
+    except ExpectedError as error:
+        raise pytest.UsageError(str(error)) from None
     patterns = setting(config, "--conformance-case") or None
     fixtures = select(corpus, patterns, None)
     allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")
@@ -339,6 +344,18 @@ def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
     return str(path), sum(entry.unreviewed for entry in entries)
 
 
+def _expected_notes(adapter: Optional[AdapterConfig], results: list[Result]) -> list[str]:
+    """One line per entry of the adapter's expected-failures file that the results show stale or too broad."""
+    path = adapter.expected_failures_path() if adapter is not None else None
+    try:
+        entries = load_expected(path)
+    except ExpectedError:  # reported where the tests loaded it
+        return []
+    from .expected_update import observed_results, run_notes
+
+    return [f"{path}: {note}" for note in run_notes(entries, observed_results(results))]
+
+
 def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optional[tuple[Observation, ...]]:
     """A gathered wrong answer's observations, decoded again (None when the result carries none)."""
     raw = data.get("observations")
@@ -427,6 +444,9 @@ class _Gatherer:
             terminalreporter.write_line(line)
         for line in warning_lines(runs):
             terminalreporter.write_line(line, yellow=True)
+        for run in runs:  # each stale or too broad expected failure, judged over every case of the session
+            for note in _expected_notes(adapters.get(run.name), run.results):
+                terminalreporter.write_line(f"{run.name}: {note}", yellow=True)
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

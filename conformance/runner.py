@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from .compare import compare_level
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
-from .expected import Expected, find, unreviewed_warning
+from .expected import Expected, find, passed_message, unreviewed_warning
 from .fixture import Fixture
 from .protocol import Level, Observation, Profile
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
@@ -482,8 +482,10 @@ def run_case(
             outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share, "", tuple(observations), stderr)
         else:
             outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
-        results.append(_apply_expected(outcome, expected))
-    return unsupported + results
+        results.append(outcome)
+    failing = [r.level for r in results if r.outcome == Outcome.FAILED]
+    passing = [r.level for r in results if r.outcome == Outcome.PASSED]
+    return unsupported + [_apply_expected(result, expected, failing, passing) for result in results]
 
 
 def reads_records(levels: Iterable[str]) -> bool:
@@ -499,7 +501,8 @@ def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, ex
     ]
 
 
-def _apply_expected(result: Result, expected: list[Expected]) -> Result:
+def _apply_expected(result: Result, expected: list[Expected], failing: Sequence[str] = (), passing: Sequence[str] = ()) -> Result:
+    """The result against the expected failures; ``failing``, ``passing``: the levels of its case that did so."""
     entry = find(expected, result.case, result.level)
     if entry is None:
         return result
@@ -517,10 +520,7 @@ def _apply_expected(result: Result, expected: list[Expected]) -> Result:
             result.stderr,
         )
     if result.outcome == Outcome.PASSED:
-        message = (
-            f"listed as an expected failure ({entry.reason!r}, pattern {entry.case!r} level {entry.level!r}) "
-            "but passed: remove the stale entry"
-        )
+        message = passed_message(expected, entry, result.case, result.level, failing, passing)
         return Result(result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason)
     return result
 

@@ -3,16 +3,25 @@
 ``conformance list --rules`` prints the contract's rule map instead: every rule
 of docs/contract.md with its section and the fixtures that exercise it, and
 fails (exit 1) when a rule names a fixture the corpus does not have.
+
+``conformance list --bugs`` prints the catalogue of broken engines
+(``conformance.mutants``): each bug's name, what the mistake is, and the cases
+whose description says they catch it, so that an expected-failures entry can
+name its ``bug`` without guessing.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
+from typing import Iterable
 
 from ..contract import ContractError, contract_path, load_rules
 from ..corpora import add_fixtures_option, corpora_ids, fixture_dirs, load_corpora
 from ..errors import UsageError
+from ..fixture import Fixture
+from ..mutants import BUGS
 from ..runner import select
 
 
@@ -23,6 +32,11 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     add_fixtures_option(parser)
     parser.add_argument(
         "--rules", action="store_true", help="print every rule of the contract with the fixtures that exercise it"
+    )
+    parser.add_argument(
+        "--bugs",
+        action="store_true",
+        help="print the catalogue of bugs (the names an expected-failures entry's `bug` takes) with the cases that catch each",
     )
     parser.add_argument(
         "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
@@ -41,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     fixtures = select(corpus, args.case, None)
     if not fixtures and not args.allow_empty:
         raise UsageError(empty_selection_message(folders, len(corpus), args.case, None))
+    if args.bugs:
+        return _bugs(fixtures)
     width = max((len(f.id) for f in fixtures), default=0)
     for fixture in fixtures:
         ops = ",".join(fixture.ops) or "-"
@@ -76,4 +92,25 @@ def _rules(fixtures_dirs: list[Path]) -> int:
     if missing:
         print(f"{missing} fixture id(s) named by a rule do not exist in {where}")
         return 1
+    return 0
+
+
+def catching_cases(fixtures: Iterable[Fixture]) -> dict[str, list[str]]:
+    """Bug name -> the ids of the fixtures whose description says they catch it (the generator's "Catches: ... (`bug`)")."""
+    named: dict[str, list[str]] = {}
+    for fixture in fixtures:
+        _, _, sentence = fixture.description.partition(" Catches: ")
+        for bug in re.findall(r"\(`([a-z0-9-]+)`\)", sentence):
+            named.setdefault(bug, []).append(fixture.id)
+    return named
+
+
+def _bugs(fixtures: list[Fixture]) -> int:
+    catches = catching_cases(fixtures)
+    width = max(len(bug) for bug in BUGS)
+    for bug, description in BUGS.items():
+        cases = catches.get(bug, [])
+        print(f"{bug.ljust(width)}  {description}")
+        print(f"{''.ljust(width)}  caught by: {', '.join(cases) if cases else 'no selected case names it'}")
+    print(f'{len(BUGS)} bugs; an expected-failures entry names one as `bug = "NAME"`')
     return 0

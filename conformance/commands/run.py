@@ -25,11 +25,11 @@ from typing import Optional, Sequence
 
 from ..corpora import add_fixtures_option, describe_folders, fixture_dirs, load_corpora_reporting
 from ..errors import UsageError
-from ..expected import Expected, write_expected
+from ..expected import Expected, check_cases
+from ..expected_update import observed_results, run_notes, update_expected
 from ..fixture import Fixture, FixtureBug
 from ..html import check_target, write_report
 from ..launch import OpenedAdapter, choose_adapters, open_adapter
-from ..mutants import bug_named
 from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig
 from ..report import (
@@ -43,7 +43,7 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, Outcome, Result, not_run, run_adapter, select
+from ..runner import AdapterRun, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
@@ -159,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
         folders = fixture_dirs(args.fixtures)
         corpus, fixture_bugs = load_corpora_reporting(folders)
         fixtures = select(corpus, args.case, shard)
+        # Every case pattern of an expected-failures file must match a case of the corpus (of this run or not).
+        args.case_ids = None if fixture_bugs else {f.id for f in corpus}  # a fixture bug ends the run with exit 2
+        if args.case_ids is not None and not args.update_expected:  # which removes such entries, saying so
+            for adapter in adapters:
+                check_cases(adapter.expected_failures_path(), args.case_ids)
         if not fixtures and not fixture_bugs and not args.allow_empty:
             raise UsageError(empty_selection_message(folders, len(corpus), args.case, args.shard))
         return _run_all(args, adapters, early, fixtures, fixture_bugs, timeout, handshake_timeout, max_time)
@@ -298,6 +303,9 @@ def _run_one(
     run.expected_failures = str(path) if path else ""
     if args.update_expected:
         expected = _update_expected(adapter, run, expected, args)
+    else:  # a stale or too broad entry, judged over the whole run (each result's message sees only its case)
+        for note in run_notes(expected, observed_results(run.results)):
+            log.note(f"{adapter.name}: {path}: {note}")
     run.unreviewed = sum(entry.unreviewed for entry in expected)
     return run, None
 
@@ -314,19 +322,7 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
     if path is None:
         print(f"{adapter.name}: no expected_failures file is configured; nothing updated", file=sys.stderr)
         return old
-    ran = {(r.case, r.level) for r in run.results}
-    keep = [e for e in old if not any(e.matches(case, level) for case, level in ran)]
-    failing: list[Result] = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XFAILED)]
-    entries = list(keep)
-    for result in failing:
-        previous = next((e for e in old if e.matches(result.case, result.level)), None)
-        if previous is not None:
-            entries.append(Expected(result.case, result.level, previous.reason, previous.bug, previous.unreviewed))
-            continue
-        # Several likely bugs reproduce the same numbers on some cases: the draft names each, the review picks.
-        reason = "; or ".join(result.diagnosis) if result.diagnosis else result.message.splitlines()[0]
-        bug = next((bug_named(text) for text in result.diagnosis if bug_named(text)), None)
-        entries.append(Expected(result.case, result.level, reason, bug, unreviewed=True))
+    observed = observed_results(run.results)
     command = shlex.join(["conformance", *getattr(args, "argv", ["run", "--update-expected"])])
     header = (
         f"Expected failures of the {adapter.name} adapter: case pattern, level and the reason.\n"
@@ -334,6 +330,8 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
         "A new entry is a draft marked `unreviewed = true`: check its reason (and its bug, the catalogue's name\n"
         "for the likely bug), then delete the flag. Every run warns while a draft is left."
     )
-    write_expected(path, entries, header)
-    print(f"{adapter.name}: wrote {len(entries)} expected failure(s) to {path}", file=sys.stderr)
-    return entries
+    update = update_expected(path, old, observed, header, getattr(args, "case_ids", None))
+    for note in update.notes:
+        print(f"{adapter.name}: {path}: {note}", file=sys.stderr)
+    print(f"{adapter.name}: wrote {len(update.entries)} expected failure(s) to {path} ({update.added} new)", file=sys.stderr)
+    return update.entries

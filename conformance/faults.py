@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import collections
 import re
+import shlex
 import signal
+from pathlib import Path
 from typing import Optional
 
 from . import wire
@@ -27,8 +29,9 @@ DEEP_STEPS = 10_000
 LARGE_STEPS = 1_000
 
 #: Fault kinds: an unresponsive adapter (``timeout``, ``start``) is given up on after a few in a row; one
-#: whose hello was refused (``hello``) or whose command cannot be executed at all (``spawn``) at once.
-FAULT_KINDS = ("start", "spawn", "timeout", "hello", "exit", "garbage", "protocol", "oversized", "error-reply")
+#: whose hello was refused (``hello``), whose command cannot be executed at all (``spawn``) or which closes
+#: its stdout before its hello (``closed``) at once. ``closed`` is a stdout closed by a process still running.
+FAULT_KINDS = ("start", "spawn", "timeout", "hello", "exit", "closed", "garbage", "protocol", "oversized", "error-reply")
 
 FLUSH_HINT = (
     "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
@@ -68,7 +71,7 @@ class AdapterFault(Exception):
     def __str__(self) -> str:
         text = self.message + (f"\n  hint: {self.hint}" if self.hint else "")
         if not self.stderr.strip():
-            return text + "\n  adapter stderr: (empty)" if self.kind in ("timeout", "start", "exit") else text
+            return text + "\n  adapter stderr: (empty)" if self.kind in ("timeout", "start", "exit", "closed") else text
         tail = "\n".join("    " + line for line in self.stderr.rstrip().splitlines()[-STDERR_LINES:])
         return f"{text}\n  adapter stderr (last lines):\n{tail}"
 
@@ -195,6 +198,52 @@ def exit_hint(code: int, steps: int) -> str:
     return ""
 
 
+CLOSED_HINT = (
+    "a program closes its stdout when a JSON library closes the stream it writes to (Jackson's "
+    "ObjectMapper.writeValue(System.out, ...) does: disable JsonGenerator.Feature.AUTO_CLOSE_TARGET, or print "
+    "writeValueAsString(...) with a newline), or with a `with` block or try-with-resources on stdout (`with sys.stdout:`, "
+    "`with open(1, 'w')`), or a close of file descriptor 1; write every message to one stream that stays open"
+)
+MISSPELT_HINT = (
+    'the adapter\'s JSON writer spells non-finite floats its own way (Jackson writes "Infinity" and "NaN" by '
+    'default): write inf, -inf and nan as the strings "inf", "-inf" and "nan", as the protocol does'
+)
+
+
+def exited(code: int, during: str) -> str:
+    """How the process ended: ``the adapter exited with status 3``, or was killed by a signal it names."""
+    name = signal_name(code)
+    if name is None:
+        return f"the adapter exited with status {code} during {during}"
+    return f"the adapter was killed by {name} (exit status {code}) during {during}"
+
+
+def spawn_fault(argv: list[str], cwd: Optional[Path], error: OSError) -> AdapterFault:
+    """Why the command cannot be executed at all: a missing file, one that is not executable, a missing folder."""
+    program = argv[0] if argv else ""
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    where = f" (the adapter command {quote(shlex.join(argv), 300)}, run in {folder})"
+    hint = ""
+    if isinstance(error, FileNotFoundError):
+        if cwd is not None and not folder.is_dir():
+            what = f"no such folder: {folder} (the adapter's working directory)"
+        elif "/" not in program:
+            what = f"no such file: {program} (not found on PATH)"
+        elif (folder / program).exists():
+            what = f"no such file: the interpreter named on the first line (#!) of {program}"
+        else:
+            what = f"no such file: {program}"
+            hint = (
+                "is it built? build it first (`--build CMD`), or check the path: a relative path is taken from the folder above"
+            )
+    elif isinstance(error, PermissionError):
+        what = f"not executable: {program} (permission denied)"
+        hint = f"make it executable (chmod +x {program}), or run it through its interpreter"
+    else:
+        what = f"{error.strerror or error}: {program}"
+    return AdapterFault(f"cannot start: {what}{where}", kind="spawn", hint=hint, final="it cannot be started")
+
+
 # -- the stderr excerpt ------------------------------------------------------------------
 
 #: The first line of an exception, a panic or a fatal error, in the languages ports are written in.
@@ -244,6 +293,6 @@ class StderrLog:
             return "\n".join(text for _, text in lines[-limit:])
         tail = lines[-(limit - 1 - len(heads)) :]
         heads = [head for head in heads if head[0] < tail[0][0]]
-        skipped = tail[0][0] - heads[-1][0] - 1
+        skipped = self.count - len(heads) - len(tail)  # between and after the headlines, before the tail
         marker = [f"... ({skipped} lines left out)"] if skipped else []
         return "\n".join([*(text for _, text in heads), *marker, *(text for _, text in tail)])

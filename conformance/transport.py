@@ -5,8 +5,12 @@ every fault it can show: a crash, a hang (a short handshake timeout and a
 per-case timeout), an adapter that stops reading its input, a line that is not
 JSON or not the expected message, an oversized line, a wrong protocol version,
 an exit before the handshake, an exit while a process it started still holds
-stdout open. A fault is raised as ``AdapterFault`` carrying its kind, a clear
-message (with what it usually means) and the tail of the adapter's stderr.
+stdout open, a closed stdout, a command that cannot be executed. A fault is
+raised as ``AdapterFault`` carrying its kind, a clear message (with what it
+usually means) and an excerpt of the adapter's stderr; the messages and hints
+are made in ``conformance.faults``, the hello is checked in ``conformance.handshake``
+(both re-exported here). What a hint says may depend on what the transport has
+seen: how many cases the adapter answered, and how many steps the case has.
 
 The adapter runs in a process group of its own, and every kill ends the whole
 group, so a hung adapter and any children it spawned never outlive the fault
@@ -25,46 +29,42 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .execute import run_program
 from .faults import (
+    CLOSED_HINT,
     FAULT_KINDS,
     FLUSH_HINT,
     LARGE_STEPS,
+    MISSPELT_HINT,
     AdapterFault,
     StderrLog,
     escaped,
     exit_hint,
+    exited,
     not_json,
     quote,
-    signal_name,
+    spawn_fault,
 )
+from .handshake import Handshake
 from .program import DECLARABLE_OPS, Program, program_size
 from .protocol import (
-    ERROR_KINDS,
     FEATURES,
     LEVELS,
     MAX_LINE_BYTES,
-    PROTOCOL_VERSION,
     AdapterErrorReply,
     Hello,
-    Level,
     Misspelt,
     NotJSON,
     Observation,
-    Profile,
     ProtocolError,
-    TraceKind,
     decode_hello,
     decode_reply,
-    hello_fields,
     hello_request,
     run_request,
     shutdown_request,
-    version_mismatch,
 )
 
 __all__ = ["FAULT_KINDS", "AdapterFault", "Handshake", "InProcessTransport", "SubprocessTransport", "Transport"]
@@ -96,99 +96,6 @@ _EXIT_GRACE = 0.3
 def case_timeout(base: float, program: Program) -> float:
     """The seconds one case may take: ``base`` plus a whole second per MIN_STEPS_PER_SECOND steps of the program."""
     return base + program_size(program) // MIN_STEPS_PER_SECOND
-
-
-@dataclass(frozen=True)
-class Handshake:
-    """What the adapter said about itself in its hello."""
-
-    name: str
-    version: str
-    language: str
-    ops: frozenset[str]
-    levels: frozenset[Level]
-    features: frozenset[str] = field(default_factory=frozenset)
-    error_kinds: frozenset[str] = frozenset(ERROR_KINDS)
-    """The error kinds the engine reports (hello's optional ``error_kinds``; default every kind)."""
-    trace: TraceKind = TraceKind.FULL
-    """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
-    profile: Profile = Profile.CONTRACT
-    """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
-
-    def partial(self) -> list[str]:
-        """What the adapter declared less than in full, one phrase each (empty when nothing)."""
-        found = []
-        missing = [kind for kind in ERROR_KINDS if kind not in self.error_kinds]
-        if missing:
-            found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
-        if self.trace == "nodes" and "trace" in self.levels:
-            found.append("trace: nodes only")
-        return found
-
-    @staticmethod
-    def parse(message: Hello | dict[str, Any]) -> "Handshake":
-        """Check a hello reply (decoded, or as plain data); raise AdapterFault naming everything wrong with it.
-
-        Every field is checked on its own (``protocol.hello_fields``), so a hello with three bad fields gets
-        one message naming all three. A wrong protocol version is reported alone: the other fields of
-        another version may differ without being wrong there.
-        """
-        if isinstance(message, Hello):
-            fields: dict[str, Any] = {name: getattr(message, name) for name in message.__struct_fields__}
-            problems: list[str] = []
-        else:
-            fields, problems = hello_fields(message)
-        if "protocol" in fields and fields["protocol"] != PROTOCOL_VERSION:
-            raise AdapterFault(version_mismatch(fields["protocol"]))
-        sets: dict[str, frozenset[str]] = {}
-        for key, allowed in (("ops", DECLARABLE_OPS), ("levels", tuple(LEVELS)), ("features", FEATURES)):
-            if key in fields:
-                sets[key] = _declared(key, fields[key], allowed, problems)
-        raw_kinds = fields.get("error_kinds")
-        sets["error_kinds"] = _declared("error_kinds", ERROR_KINDS if raw_kinds is None else raw_kinds, ERROR_KINDS, problems)
-        trace = _choice("trace", fields.get("trace", TraceKind.FULL.value), TraceKind, problems)
-        if trace is TraceKind.NODES and "order" in sets.get("levels", ()):
-            problems.append(
-                "field 'trace': 'nodes' cannot be declared with the order level, which compares the edge "
-                "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
-            )
-        profile = _choice("profile", fields.get("profile", Profile.CONTRACT.value), Profile, problems)
-        if problems:
-            raise AdapterFault("hello: " + "; ".join(problems))
-        assert trace is not None and profile is not None
-        engine = fields["engine"]
-        return Handshake(
-            engine.name,
-            engine.version,
-            engine.language,
-            sets["ops"],
-            frozenset(Level(level) for level in sets["levels"]),
-            sets["features"],
-            sets["error_kinds"],
-            trace,
-            profile,
-        )
-
-
-def _declared(key: str, raw: Any, allowed: tuple[str, ...], problems: list[str]) -> frozenset[str]:
-    """A declared set, with a problem appended for the values the protocol does not know."""
-    unknown = sorted(set(raw) - set(allowed))
-    if unknown:
-        named = ", ".join(repr(value) for value in unknown)
-        problems.append(f"field {key!r}: unknown {named} (known: {', '.join(allowed)})")
-    return frozenset(raw)
-
-
-E = TypeVar("E", TraceKind, Profile)
-
-
-def _choice(key: str, raw: str, kind: type[E], problems: list[str]) -> Optional[E]:
-    """One of an enum's values, or None with a problem appended."""
-    if raw in tuple(kind):
-        return kind(raw)
-    choices = ", ".join(repr(value.value) for value in kind)
-    problems.append(f"field {key!r}: {quote(raw, 60)} is not one of {choices}")
-    return None
 
 
 class Transport(Protocol):
@@ -279,7 +186,7 @@ class SubprocessTransport:
                 start_new_session=True,
             )
         except OSError as error:
-            raise _spawn_fault(self.argv, self.cwd, error) from None
+            raise spawn_fault(self.argv, self.cwd, error) from None
         assert self.process.stdin is not None and self.process.stdout is not None
         os.set_blocking(self.process.stdin.fileno(), False)
         for pipe in (self.process.stdin, self.process.stdout):
@@ -364,6 +271,8 @@ class SubprocessTransport:
                 fault.hint,
                 final="it writes text to stdout before its hello",
             )
+        if fault.kind == "closed":  # the same at every start: a closed stdout is no slow or flaky start
+            return AdapterFault(fault.message, self.stderr_tail(), "closed", fault.hint, final="it closes its stdout")
         kind = fault.kind if fault.kind in ("timeout", "hello", "spawn") else "start"
         return AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint, fault.final)
 
@@ -490,7 +399,7 @@ class SubprocessTransport:
                 if remaining <= 0:
                     raise self._unread_fault(timeout, during)
                 if not selector.select(min(remaining, 0.2)):
-                    self._raise_if_exited(during)
+                    self._raise_ifexited(during)
                     continue
                 self._write_some()
 
@@ -506,29 +415,29 @@ class SubprocessTransport:
     def _exit_fault(self, during: str) -> AdapterFault:
         """The fault for the end of stdout: an exit (its status, or the signal that killed it), or a closed stdout."""
         assert self.process is not None
-        hint = ""
+        hint, kind = "", "exit"
         try:
             code = self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             message = (
                 f"the adapter closed its stdout during {during} and is still running, so nothing it writes can reach the harness"
             )
-            hint = _CLOSED_HINT
+            hint, kind = CLOSED_HINT, "closed"
         else:
-            message = _exited(code, during)
+            message = exited(code, during)
             hint = exit_hint(code, self._steps)
         if self._buffer:
             message += f" (it wrote a partial line, with no newline: {quote(self._buffer)})"
             hint = (hint + "; " if hint else "") + "every message must end with a newline"
-        return AdapterFault(message, self.stderr_tail(), kind="exit", hint=hint)
+        return AdapterFault(message, self.stderr_tail(), kind=kind, hint=hint)
 
-    def _raise_if_exited(self, during: str) -> None:
+    def _raise_ifexited(self, during: str) -> None:
         """A fault when the adapter process is gone although a child of it still holds the pipes open."""
         assert self.process is not None
         code = self.process.poll()
         if code is not None:
             raise AdapterFault(
-                f"{_exited(code, during)}, and a process it started still holds its "
+                f"{exited(code, during)}, and a process it started still holds its "
                 "stdout open (the harness ended that process group)",
                 self.stderr_tail(),
                 kind="exit",
@@ -548,7 +457,7 @@ class SubprocessTransport:
         except AdapterErrorReply as reply:
             raise AdapterFault(f"the adapter could not run the case: {escaped(str(reply))}", kind="error-reply") from None
         except Misspelt as error:
-            raise AdapterFault(f"{during}: the reply breaks the protocol: {error}", hint=_MISSPELT_HINT) from None
+            raise AdapterFault(f"{during}: the reply breaks the protocol: {error}", hint=MISSPELT_HINT) from None
         except ProtocolError as error:
             raise AdapterFault(f"{during}: the reply breaks the protocol: {error}") from None
 
@@ -584,7 +493,7 @@ class SubprocessTransport:
                     if self.process.poll() is not None:
                         exited_at = exited_at or now
                         if now - exited_at >= _EXIT_GRACE:
-                            self._raise_if_exited(during)
+                            self._raise_ifexited(during)
                     continue
                 if any(key.fd == stdin for key, _ in events):
                     self._write_some()
@@ -642,49 +551,3 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (AttributeError, OSError):  # not Linux, or above the system's pipe-max-size: the default stays
         pass
-
-
-_CLOSED_HINT = (
-    "a program closes its stdout when a JSON library closes the stream it writes to (Jackson's "
-    "ObjectMapper.writeValue(System.out, ...) does: disable JsonGenerator.Feature.AUTO_CLOSE_TARGET, or print "
-    "writeValueAsString(...) with a newline), or with a `with` block or try-with-resources on stdout (`with sys.stdout:`, "
-    "`with open(1, 'w')`), or a close of file descriptor 1; write every message to one stream that stays open"
-)
-_MISSPELT_HINT = (
-    'the adapter\'s JSON writer spells non-finite floats its own way (Jackson writes "Infinity" and "NaN" by '
-    'default): write inf, -inf and nan as the strings "inf", "-inf" and "nan", as the protocol does'
-)
-
-
-def _exited(code: int, during: str) -> str:
-    """How the process ended: ``the adapter exited with status 3``, or was killed by a signal it names."""
-    name = signal_name(code)
-    if name is None:
-        return f"the adapter exited with status {code} during {during}"
-    return f"the adapter was killed by {name} (exit status {code}) during {during}"
-
-
-def _spawn_fault(argv: list[str], cwd: Optional[Path], error: OSError) -> AdapterFault:
-    """Why the command cannot be executed at all: a missing file, one that is not executable, a missing folder."""
-    program = argv[0] if argv else ""
-    folder = Path(cwd) if cwd is not None else Path.cwd()
-    where = f" (the adapter command {quote(shlex.join(argv), 300)}, run in {folder})"
-    hint = ""
-    if isinstance(error, FileNotFoundError):
-        if cwd is not None and not folder.is_dir():
-            what = f"no such folder: {folder} (the adapter's working directory)"
-        elif "/" not in program:
-            what = f"no such file: {program} (not found on PATH)"
-        elif (folder / program).exists():
-            what = f"no such file: the interpreter named on the first line (#!) of {program}"
-        else:
-            what = f"no such file: {program}"
-            hint = (
-                "is it built? build it first (`--build CMD`), or check the path: a relative path is taken from the folder above"
-            )
-    elif isinstance(error, PermissionError):
-        what = f"not executable: {program} (permission denied)"
-        hint = f"make it executable (chmod +x {program}), or run it through its interpreter"
-    else:
-        what = f"{error.strerror or error}: {program}"
-    return AdapterFault(f"cannot start: {what}{where}", kind="spawn", hint=hint, final="it cannot be started")

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.faults import STDERR_LINES, StderrLog, quote
 from conformance.fixture import load_corpus
 from conformance.program import parse_program
-from conformance.protocol import run_request
+from conformance.protocol import Misspelt, decode_reply, run_request
 from conformance.runner import run_adapter
 from conformance.transport import AHEAD, PIPE_BYTES, AdapterFault, SubprocessTransport
 
@@ -299,14 +300,13 @@ def test_a_reply_spelling_non_finite_floats_as_the_protocol_does_is_read():
 
 def test_an_adapter_that_closes_its_stdout_is_told_so_and_why_with_its_line_quoted_as_text():
     transport = fault_transport("close-stdout", start_timeout=5)
-    try:
-        with pytest.raises(AdapterFault) as raised:
-            transport.handshake()
-    finally:
-        transport.close()
-    text = str(raised.value)
+    run = run_adapter("jackson", transport, CASES, [])
+    transport.close()
+    assert run.down is not None and run.down.verdict == "it closes its stdout" and run.down.faults == 1
+    assert "unresponsive" not in run.down.describe()
+    text = run.down.describe()
     assert "the adapter closed its stdout during the handshake and is still running" in text
-    assert "it wrote a partial line, with no newline: '{\"type\":\"hello\"" in text
+    assert 'it wrote a partial line, with no newline: \'{"type":"hello"' in text
     assert "writeValue(System.out, ...)" in text and "every message must end with a newline" in text
     assert "bytearray" not in text and "closed its input" not in text
 
@@ -339,7 +339,7 @@ def test_control_characters_before_the_hello_are_quoted_escaped():
     finally:
         transport.close()
     text = str(raised.value)
-    assert "'\\x1b[0m{\"type\":\"hello\"" in text and "\x1b" not in text
+    assert '\'\\x1b[0m{"type":"hello"' in text and "\x1b" not in text
     assert "mvn" in raised.value.hint
 
 
@@ -388,3 +388,61 @@ def test_a_hello_with_several_bad_fields_names_every_one():
         "field 'trace': 'edges' is not one of 'full', 'nodes'",
     ):
         assert problem in message
+
+
+def test_a_python_traceback_keeps_its_first_and_final_line_when_later_lines_push_them_out():
+    log = StderrLog()
+    log.add(b"Traceback (most recent call last):\n")
+    for _ in range(40):
+        log.add(b'  File "engine.py", line 12, in backward\n')
+    log.add(b"RecursionError: maximum recursion depth exceeded\n")
+    for index in range(30):
+        log.add(f"adapter: case {index} done\n".encode())
+    lines = log.excerpt().splitlines()
+    assert len(lines) == STDERR_LINES
+    assert lines[:2] == ["Traceback (most recent call last):", "RecursionError: maximum recursion depth exceeded"]
+    assert lines[2] == "... (58 lines left out)"  # of 72: the 2 headlines and 12 of the tail are shown
+    assert lines[-1] == "adapter: case 29 done"
+
+
+def test_a_rust_panic_line_is_kept_and_a_short_log_is_shown_whole():
+    log = StderrLog()
+    log.add(b"thread 'main' panicked at src/graph.rs:42:9:\n")
+    for index in range(20):
+        log.add(f"note {index}\n".encode())
+    assert log.excerpt().splitlines()[0] == "thread 'main' panicked at src/graph.rs:42:9:"
+    short = StderrLog()
+    for text in (b"one\n", b"two\n"):
+        short.add(text)
+    assert short.excerpt() == "one\ntwo"
+
+
+def test_adapter_output_is_quoted_as_escaped_text():
+    assert quote(bytearray(b'\x1b[0m{"type":"hello"}\xff')) == '\'\\x1b[0m{"type":"hello"}\\xff\''
+    assert quote(b"x" * 300).endswith("'... (300 characters)")
+    log = StderrLog()
+    log.add(b"\x1b[31merror\x1b[0m\tdetail\r\n")
+    assert log.excerpt() == "\\x1b[31merror\\x1b[0m\tdetail\\r"
+
+
+def _reply(value: str) -> bytes:
+    """A result of one creation whose value is written as ``value`` (raw JSON text)."""
+    return b'{"type":"result","case":"t","observations":[{"value":' + value.encode() + b',"tracked":true}]}'
+
+
+@pytest.mark.parametrize("spelling", ['"Infinity"', '"-Infinity"', '"NaN"', '"INF"', '"-nan"'])
+@pytest.mark.parametrize("negative_zero", [False, True])  # with an integer -0 the reply takes the wire reader's way
+def test_every_misspelt_non_finite_float_is_refused_whichever_way_the_reply_is_read(spelling, negative_zero):
+    program = parse_program([{"id": "x", "op": "variable", "value": 1.0}], "t")
+    line = _reply(spelling)
+    if negative_zero:
+        line = line.replace(b'"case":"t"', b'"case":"t","unknown":-0', 1)
+    with pytest.raises(Misspelt, match=re.escape(f"at $.observations[0].value: {spelling} is not how the protocol writes")):
+        decode_reply(line, "t", program)
+
+
+def test_the_wire_spellings_and_finite_numbers_in_strings_are_still_read():
+    program = parse_program([{"id": "x", "op": "variable", "value": 1.0}], "t")
+    assert decode_reply(_reply('"-inf"'), "t", program)[0].value == float("-inf")
+    assert decode_reply(_reply('"1.5"'), "t", program)[0].value == 1.5  # lenient, as docs/protocol.md says
+    assert decode_reply(_reply("-0"), "t", program)[0].value == 0.0

@@ -233,9 +233,7 @@ def spawn_fault(argv: list[str], cwd: Optional[Path], error: OSError) -> Adapter
             what = f"no such file: the interpreter named on the first line (#!) of {program}"
         else:
             what = f"no such file: {program}"
-            hint = (
-                "is it built? build it first (`--build CMD`), or check the path: a relative path is taken from the folder above"
-            )
+            hint = "is it built? build it first (`--build CMD`), or check the path (a relative one starts where it runs)"
     elif isinstance(error, PermissionError):
         what = f"not executable: {program} (permission denied)"
         hint = f"make it executable (chmod +x {program}), or run it through its interpreter"

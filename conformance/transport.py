@@ -279,12 +279,13 @@ class SubprocessTransport:
     def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
-        limit = case_timeout(self.timeout, program) if timeout is None else timeout
+        steps = program_size(program)
+        limit = self.timeout + steps // MIN_STEPS_PER_SECOND if timeout is None else timeout  # case_timeout's sum
         deadline = time.monotonic() + limit
         if self._ahead and self._ahead[0] != case:
             self._kill()  # the replies to requests sent ahead would come first: start afresh
             self.handshake()
-        self._steps = program_size(program)
+        self._steps = steps
         try:
             if self._ahead:
                 self._ahead_count[self._ahead.popleft()] -= 1  # sent already: the adapter may have answered it by now

@@ -207,24 +207,34 @@ class AdapterDown:
     hint: str = ""
     not_run: int = 0
     refused: bool = False
-    """The adapter answered hello, and the hello was refused (a wrong version, an unknown value): no retry helps."""
+    """No new start would help (a refused hello, a command that cannot be executed): it was given up on at once."""
+    why: str = "its hello was refused"
+    """A refused adapter's verdict (``AdapterFault.final``): ``its hello was refused``, ``it cannot be started``."""
 
     @property
     def verdict(self) -> str:
-        """Why it was given up on, in a few words: ``unresponsive`` or ``its hello was refused``."""
-        return "its hello was refused" if self.refused else "unresponsive"
+        """Why it was given up on, in a few words: ``unresponsive``, or the refused adapter's ``why``."""
+        return self.why if self.refused else "unresponsive"
 
     @property
     def headline(self) -> str:
-        """The adapter and its verdict as a phrase: ``NAME is unresponsive`` or ``NAME's hello was refused``."""
-        return f"{self.adapter}'s hello was refused" if self.refused else f"{self.adapter} is unresponsive"
+        """The adapter and its verdict as a phrase: ``NAME is unresponsive``, ``NAME's hello was refused``."""
+        if not self.refused:
+            return f"{self.adapter} is unresponsive"
+        return f"{self.adapter}'s {self.why[4:]}" if self.why.startswith("its ") else f"{self.adapter} {self.why[3:]}"
 
     def describe(self) -> str:
         """The adapter-level diagnosis: what happened, after how long, what it usually means, the stderr tail."""
         if self.refused:
             lines = [
-                f"{self.adapter}: its hello was refused, so nothing was run on it; {self.not_run} (case, level) "
-                "result(s) were not run. A hello does not change between starts, so it was not started again.",
+                f"{self.adapter}: {self.why}, so nothing was run on it; {self.not_run} (case, level) result(s) were not "
+                "run. "
+                + (
+                    "A hello does not change between starts"
+                    if self.why == "its hello was refused"
+                    else "A new start would fail the same way"
+                )
+                + ", so it was not started again.",
                 f"  {self.message}",
             ]
         else:
@@ -365,9 +375,9 @@ class AdapterSession:
 
     def _fault(self, fault: AdapterFault) -> None:
         self._faulted = True
-        if fault.kind == "hello":
+        if fault.final:  # a refused hello, a command that cannot be executed: no new start would help
             elapsed = time.monotonic() - self._attempt_started
-            self.down = AdapterDown(self.name, fault.message, 1, elapsed, fault.stderr, fault.hint, refused=True)
+            self.down = AdapterDown(self.name, fault.message, 1, elapsed, fault.stderr, fault.hint, refused=True, why=fault.final)
             return
         if fault.kind not in ("timeout", "start"):
             self._streak = 0

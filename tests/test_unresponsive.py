@@ -81,6 +81,8 @@ def test_a_dead_adapter_is_given_up_on_with_one_diagnosis_and_the_others_are_ful
     assert out.stdout.count("ADAPTER DOWN command") == 1
     assert "is unresponsive: 3 timeouts or failed starts in a row" in out.stdout
     assert hint in out.stdout
+    if mode == "silent-hello":  # or a start slower than the handshake timeout: the option, and building first
+        assert "--handshake-timeout SECONDS" in out.stdout and "build it first (`--build CMD`)" in out.stdout
     assert "unresponsive adapter starting" in out.stdout  # the stderr tail is in the diagnosis
     fake = adapter_entry(report, "command")
     assert fake["down"]["not_run"] == fake["not_run"] > 0

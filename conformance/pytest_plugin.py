@@ -21,7 +21,7 @@ answer's observations travel from the xdist workers with its result).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -33,7 +33,7 @@ from .launch import OpenedAdapter, open_adapter
 from .program import Program
 from .protocol import LEVELS, Observation, observations_from_data
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
-from .runner import AdapterRun, AdapterSession, Outcome, Result, select
+from .runner import AdapterRun, AdapterSession, Outcome, Result, engine_name, select
 from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
@@ -100,6 +100,36 @@ OPTIONS = (
         "string",
         "BOOL",
     ),
+    Option(
+        "--conformance-allow-nothing-compared",
+        "conformance_allow_nothing_compared",
+        "an adapter that compared nothing (no op or level of the selected cases declared) does not fail the session (true/false)",
+        "string",
+        "BOOL",
+    ),
+    Option(
+        "--conformance-build",
+        "conformance_build",
+        "a build command for the command, run once before the session (its time is not charged to the handshake)",
+        "string",
+        "CMD",
+    ),
+)
+
+#: Settings that are paths: given in an ini file they are relative to the ini file's folder, not the current one.
+PATH_OPTIONS = frozenset(
+    {
+        "--conformance-expected-failures",
+        "--conformance-fixtures",
+        "--conformance-registry",
+        "--conformance-json",
+        "--conformance-html",
+    }
+)
+#: What the plugin says when it has no adapter to run.
+NOT_CONFIGURED = (
+    "the conformance plugin has no adapter to run: give --conformance-command CMD or --conformance-adapter NAME, "
+    "or the ini key conformance_command / conformance_adapters"
 )
 
 
@@ -128,6 +158,7 @@ class _State:
     handshake_timeout: Optional[float]
     json_path: Optional[Path]
     html_path: Optional[Path] = None
+    allow_nothing_compared: bool = False
     engines: dict[str, _Engine] = field(default_factory=dict)
 
     def engine(self, adapter: AdapterConfig) -> _Engine:
@@ -161,9 +192,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def setting(config: pytest.Config, flag: str) -> Any:
-    """One setting: the command line, else the ini file, else empty (None or [])."""
+    """One setting: the command line, else the ini file, else empty (None or []).
+
+    A path (PATH_OPTIONS) from the command line is relative to the folder pytest was started in; one from the
+    ini file is relative to the ini file's folder, so ``cd engine && pytest`` reads the same files.
+    """
     option = next(o for o in OPTIONS if o.flag == flag)
     value = config.getoption(option.dest) or config.getini(option.ini)
+    if flag in PATH_OPTIONS and value:
+        base = config.invocation_params.dir if config.getoption(option.dest) else _ini_folder(config)
+        return str(Path(base) / str(value))
     if option.kind == "list":
         return list(value or [])
     if not value:
@@ -179,12 +217,36 @@ def setting(config: pytest.Config, flag: str) -> Any:
     return str(value)
 
 
+def _ini_folder(config: pytest.Config) -> Path:
+    """The folder of the ini file pytest read (the folder it was started in when it read none)."""
+    return config.inipath.parent if config.inipath is not None else config.invocation_params.dir
+
+
+def _given(config: pytest.Config) -> list[str]:
+    """The plugin's settings given on the command line or in the ini file, by their option names."""
+    return [o.flag for o in OPTIONS if config.getoption(o.dest) or config.getini(o.ini)]
+
+
+def _flag(config: pytest.Config, flag: str) -> bool:
+    """A true/false setting."""
+    return str(setting(config, flag) or "").lower() in ("1", "true", "yes")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Resolve the settings; stash them when conformance tests were asked for."""
+    """Resolve the settings; stash them when conformance tests were asked for.
+
+    A conformance setting without an adapter (say, only a fixtures folder) is a usage error naming what the
+    plugin needs; with no setting at all the plugin stays out of the way until the session collects nothing.
+    """
     names = setting(config, "--conformance-adapter")
     command = setting(config, "--conformance-command")
     if not names and not command:
+        given = _given(config)
+        if given:
+            ini = f" (ini file: {config.inipath})" if config.inipath else " (pytest found no ini file)"
+            raise pytest.UsageError(f"{NOT_CONFIGURED}; only {', '.join(given)} is set{ini}")
         return
+    worker = getattr(config, "workerinput", None) is not None
     registry_path = Path(setting(config, "--conformance-registry") or REGISTRY)
     adapters: list[AdapterConfig] = []
     try:
@@ -194,10 +256,21 @@ def pytest_configure(config: pytest.Config) -> None:
             adapters += registered(registry_path, names, "--conformance-adapter")
         if command:
             expected = setting(config, "--conformance-expected-failures")
-            adapter = ad_hoc(command, Path(expected) if expected else None)
+            # A command from the ini file runs in the ini file's folder, as its paths are read from there.
+            root = Path(config.invocation_params.dir) if config.getoption("conformance_command") else _ini_folder(config)
+            build = setting(config, "--conformance-build")
+            adapter = ad_hoc(
+                command, Path(expected) if expected else None, root=root, build=build, option="--conformance-command"
+            )
             if expected:
                 load_expected(adapter.expected_failures_path())  # a bad or missing file is a usage error, now
-            adapters.append(adapter)
+            if build and not worker:  # once, in the controlling process, before any adapter starts
+                failure = adapter.run_build()
+                if failure:
+                    raise pytest.UsageError(f"--conformance-build / conformance_build: {failure}")
+            adapters.append(replace(adapter, build=None))
+        elif setting(config, "--conformance-build"):
+            raise pytest.UsageError("--conformance-build is the build of --conformance-command: give the command too")
     except (RegistryError, ExpectedError) as error:
         raise pytest.UsageError(str(error)) from None
     levels = setting(config, "--conformance-level") or None
@@ -211,11 +284,20 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
     patterns = setting(config, "--conformance-case") or None
     fixtures = select(corpus, patterns, None)
-    allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")
-    if not fixtures and not allow_empty:
+    if not fixtures and not _flag(config, "--conformance-allow-empty"):
         from .commands.run import empty_selection_message
 
-        raise pytest.UsageError(empty_selection_message(fixtures_dir, len(corpus), patterns, None))
+        raise pytest.UsageError(
+            empty_selection_message(
+                fixtures_dir,
+                len(corpus),
+                patterns,
+                None,
+                case_option="--conformance-case",
+                allow_option="--conformance-allow-empty",
+                fixtures_option="--conformance-fixtures",
+            )
+        )
     json_path = setting(config, "--conformance-json")
     html_path = setting(config, "--conformance-html")
     if html_path:
@@ -234,6 +316,7 @@ def pytest_configure(config: pytest.Config) -> None:
         setting(config, "--conformance-handshake-timeout"),
         Path(json_path) if json_path else None,
         Path(html_path) if html_path else None,
+        _flag(config, "--conformance-allow-nothing-compared"),
     )
     config.stash[STATE] = state
     config.pluginmanager.register(_Gatherer(state), "conformance-gatherer")
@@ -257,6 +340,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("conformance_case", pairs, ids=[f"{a.name}:{f.id}" for a, f in pairs])
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A session that collected no test at all, with the plugin given no adapter, is a usage error saying what it needs.
+
+    Not a bare "no tests ran" (exit 5, which many CI setups accept): the usual cause is a conformance gate whose
+    settings pytest did not read (an ini file in another folder, or a misspelt key).
+    """
+    config = session.config
+    if STATE in config.stash or getattr(config, "workerinput", None) is not None:
+        return
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or session.testscollected:
+        return
+    if config.inipath is not None:
+        ini = f"pytest read the ini file {config.inipath}, which sets neither"
+    else:
+        ini = f"pytest found no ini file (pytest.ini, pyproject.toml, tox.ini or setup.cfg) in {config.rootpath} or above"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"conformance: error: {NOT_CONFIGURED}; {ini}", red=True)
+    session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Shut every adapter process down."""
     if STATE in config.stash:
@@ -278,12 +382,14 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     down = engine.session.down
     hello = engine.session.hello
     gathered = [_result_data(r, state.html_path is not None) for r in results]
-    data = {"adapter": adapter.name, "results": gathered, "down": down.describe() if down else None}
+    data = {"adapter": adapter.name, "case": fixture.id, "results": gathered, "down": down.describe() if down else None}
     if hello is not None:
         data["hello"] = {
             "name": hello.name,
             "version": hello.version,
             "language": hello.language,
+            "ops": sorted(hello.ops),
+            "features": sorted(hello.features),
             "levels": sorted(hello.levels),
             "error_kinds": sorted(hello.error_kinds),
             "trace": hello.trace,
@@ -357,6 +463,10 @@ class _Gatherer:
         self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.downs: dict[str, str] = {}
         self.hellos: dict[str, dict[str, Any]] = {}
+        self.ran: dict[str, set[str]] = {}
+        """The cases each adapter's tests ran (skipped ones too; an unavailable adapter's are not)."""
+        self.nothing: list[str] = []
+        """One line per adapter that compared nothing (``coverage.nothing_compared``), set when the session ends."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Read the results a test attached to its report's user properties."""
@@ -365,6 +475,7 @@ class _Gatherer:
         for name, value in report.user_properties:
             if name == _PROPERTY:
                 data = json.loads(str(value))
+                self.ran.setdefault(data["adapter"], set()).add(data["case"])
                 for result in data["results"]:
                     self.results[(result["adapter"], result["case"], result["level"])] = result
                 if data["down"]:
@@ -373,23 +484,15 @@ class _Gatherer:
                     self.hellos[data["adapter"]] = data["hello"]
 
     def runs(self) -> list[AdapterRun]:
-        """The gathered results as one AdapterRun per adapter."""
-        runs: dict[str, AdapterRun] = {}
+        """The gathered results as one AdapterRun per adapter, an ad hoc command called by its engine's name."""
+        return list(self._gathered().values())
+
+    def _gathered(self) -> dict[str, AdapterRun]:
+        """The gathered runs by the adapter's own name (``command`` for the ad hoc one)."""
+        runs: dict[str, AdapterRun] = {name: self._run(name) for name in self.ran}
         programs = {fixture.id: fixture.program for fixture in self.state.fixtures}
         for data in self.results.values():
-            run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
-            hello = self.hellos.get(data["adapter"])
-            if hello is not None and run.handshake is None:
-                run.handshake = Handshake(
-                    hello["name"],
-                    hello["version"],
-                    hello["language"],
-                    frozenset(),
-                    frozenset(hello["levels"]),
-                    error_kinds=frozenset(hello["error_kinds"]),
-                    trace=hello["trace"],
-                    profile=hello["profile"],
-                )
+            run = runs.setdefault(data["adapter"], self._run(data["adapter"]))
             run.results.append(
                 Result(
                     data["adapter"],
@@ -402,9 +505,56 @@ class _Gatherer:
                     data.get("reason", ""),
                     _observations(data, programs),
                     data.get("stderr", ""),
+                    int(data.get("compared") or 0),
                 )
             )
-        return list(runs.values())
+        adapters = {adapter.name: adapter for adapter in self.state.adapters}
+        for run in runs.values():
+            if run.name in adapters:
+                run.expected_failures, run.unreviewed = _unreviewed(adapters[run.name])
+            if run.name in adapters and adapters[run.name].ad_hoc:  # called by its engine's name from hello, not "command"
+                run.rename(engine_name(run.handshake, run.name, [name for name in runs if name != run.name]))
+        return runs
+
+    def _run(self, name: str) -> AdapterRun:
+        """An adapter's run with no results yet, and its hello as gathered."""
+        run = AdapterRun(name)
+        hello = self.hellos.get(name)
+        if hello is not None:
+            run.handshake = Handshake(
+                hello["name"],
+                hello["version"],
+                hello["language"],
+                frozenset(hello.get("ops", ())),
+                frozenset(hello["levels"]),
+                frozenset(hello.get("features", ())),
+                error_kinds=frozenset(hello["error_kinds"]),
+                trace=hello["trace"],
+                profile=hello["profile"],
+            )
+        return run
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Fail the session when an adapter compared nothing (unless allowed), with one line per such adapter."""
+        if getattr(session.config, "workerinput", None) is not None:
+            return
+        from .coverage import nothing_compared
+
+        cases = {fixture.id: fixture for fixture in self.state.fixtures}
+        for name, run in self._gathered().items():
+            if name in self.downs:
+                continue  # its own diagnosis fails the session
+            line = nothing_compared(
+                run,
+                [cases[case] for case in self.ran.get(name, ()) if case in cases],
+                levels=self.state.levels,
+                allow="--conformance-allow-nothing-compared",
+                filters="--conformance-case and --conformance-level",
+            )
+            if line is not None:
+                self.nothing.append(line)
+        if self.nothing and not self.state.allow_nothing_compared:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
@@ -415,10 +565,6 @@ class _Gatherer:
         runs = self.runs()
         if not runs:
             return
-        adapters = {adapter.name: adapter for adapter in self.state.adapters}
-        for run in runs:
-            if run.name in adapters:
-                run.expected_failures, run.unreviewed = _unreviewed(adapters[run.name])
         terminalreporter.section("conformance")
         for line in matrix_text(runs).splitlines():
             terminalreporter.write_line(line)
@@ -427,6 +573,9 @@ class _Gatherer:
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)
+        for line in self.nothing:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(line, red=not self.state.allow_nothing_compared)
         if self.state.json_path is not None:
             write_json(runs, self.state.json_path)
             terminalreporter.write_line(f"conformance JSON report: {self.state.json_path}")

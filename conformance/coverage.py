@@ -104,11 +104,12 @@ def nothing_compared(
 ) -> Optional[str]:
     """The one line that fails a run in which this adapter compared nothing, or None when it compared something.
 
-    Only an adapter that ran is judged: unavailable, given up on (its own diagnosis says why) and interrupted
-    runs are not, nor a selection of no case. ``levels`` is a level filter (the plugin's); ``allow`` and
-    ``filters`` name the options of the caller (CLI or plugin) that the line points to.
+    Only an adapter that ran and failed nothing is judged: unavailable, given up on (its own diagnosis says
+    why), interrupted and failing runs (their errors say why) are not, nor a selection of no case.
+    ``levels`` is a level filter (the plugin's); ``allow`` and ``filters`` name the options of the caller
+    (CLI or plugin) that the line points to.
     """
-    if not run.available or run.down is not None or run.interrupted or not fixtures or compared(run):
+    if not run.available or run.down is not None or run.interrupted or run.unexpected or not fixtures or compared(run):
         return None
     hello = run.handshake
     needed_levels = [level for fixture in fixtures for level in fixture.levels]

@@ -30,14 +30,13 @@ import pytest
 from .expected import ExpectedError, load_expected
 from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
 from .launch import OpenedAdapter, open_adapter
-from .program import Program
-from .protocol import LEVELS, Observation, observations_from_data
+from .protocol import LEVELS
+from .pytest_gather import PROPERTY, Gatherer
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
-from .runner import AdapterRun, AdapterSession, Outcome, Result, engine_name, select
-from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
+from .runner import AdapterSession, Outcome, Result, select
+from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
-_PROPERTY = "conformance-results"
 
 
 @dataclass(frozen=True)
@@ -319,7 +318,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _flag(config, "--conformance-allow-nothing-compared"),
     )
     config.stash[STATE] = state
-    config.pluginmanager.register(_Gatherer(state), "conformance-gatherer")
+    config.pluginmanager.register(Gatherer(state), "conformance-gatherer")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -395,7 +394,7 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
             "trace": hello.trace,
             "profile": hello.profile,
         }
-    request.node.user_properties.append((_PROPERTY, json.dumps(data)))
+    request.node.user_properties.append((PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {down.headline} (the adapter's diagnosis is in the summary)", pytrace=False)
     if all(r.outcome == Outcome.UNSUPPORTED for r in results):
@@ -428,163 +427,3 @@ def _result_data(result: Result, observations: bool) -> dict[str, Any]:
         data["observations"] = [observation.to_json() for observation in result.observations]
         data["stderr"] = result.stderr
     return data
-
-
-def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
-    """The adapter's expected-failures file and how many of its entries are unreviewed drafts."""
-    path = adapter.expected_failures_path()
-    if path is None:
-        return "", 0
-    try:
-        entries = load_expected(path)
-    except ExpectedError:  # reported where the tests loaded it
-        return str(path), 0
-    return str(path), sum(entry.unreviewed for entry in entries)
-
-
-def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optional[tuple[Observation, ...]]:
-    """A gathered wrong answer's observations, decoded again (None when the result carries none)."""
-    raw = data.get("observations")
-    program = programs.get(data["case"])
-    if raw is None or program is None:
-        return None
-    return tuple(observations_from_data(raw, program))
-
-
-class _Gatherer:
-    """Gathers every conformance result in the controlling pytest process, also from xdist workers.
-
-    Registered as a plugin object by pytest_configure, so its state belongs to one pytest run.
-    """
-
-    def __init__(self, state: _State) -> None:
-        self.state = state
-        # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
-        self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.downs: dict[str, str] = {}
-        self.hellos: dict[str, dict[str, Any]] = {}
-        self.ran: dict[str, set[str]] = {}
-        """The cases each adapter's tests ran (skipped ones too; an unavailable adapter's are not)."""
-        self.nothing: list[str] = []
-        """One line per adapter that compared nothing (``coverage.nothing_compared``), set when the session ends."""
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Read the results a test attached to its report's user properties."""
-        if report.when != "call":
-            return
-        for name, value in report.user_properties:
-            if name == _PROPERTY:
-                data = json.loads(str(value))
-                self.ran.setdefault(data["adapter"], set()).add(data["case"])
-                for result in data["results"]:
-                    self.results[(result["adapter"], result["case"], result["level"])] = result
-                if data["down"]:
-                    self.downs[data["adapter"]] = data["down"]
-                if data.get("hello"):
-                    self.hellos[data["adapter"]] = data["hello"]
-
-    def runs(self) -> list[AdapterRun]:
-        """The gathered results as one AdapterRun per adapter, an ad hoc command called by its engine's name."""
-        return list(self._gathered().values())
-
-    def _gathered(self) -> dict[str, AdapterRun]:
-        """The gathered runs by the adapter's own name (``command`` for the ad hoc one)."""
-        runs: dict[str, AdapterRun] = {name: self._run(name) for name in self.ran}
-        programs = {fixture.id: fixture.program for fixture in self.state.fixtures}
-        for data in self.results.values():
-            run = runs.setdefault(data["adapter"], self._run(data["adapter"]))
-            run.results.append(
-                Result(
-                    data["adapter"],
-                    data["case"],
-                    data["level"],
-                    data["outcome"],
-                    data.get("message", ""),
-                    tuple(data.get("diagnosis", ())),
-                    float(data.get("largest_share") or 0.0),
-                    data.get("reason", ""),
-                    _observations(data, programs),
-                    data.get("stderr", ""),
-                    int(data.get("compared") or 0),
-                )
-            )
-        adapters = {adapter.name: adapter for adapter in self.state.adapters}
-        for run in runs.values():
-            if run.name in adapters:
-                run.expected_failures, run.unreviewed = _unreviewed(adapters[run.name])
-            if run.name in adapters and adapters[run.name].ad_hoc:  # called by its engine's name from hello, not "command"
-                run.rename(engine_name(run.handshake, run.name, [name for name in runs if name != run.name]))
-        return runs
-
-    def _run(self, name: str) -> AdapterRun:
-        """An adapter's run with no results yet, and its hello as gathered."""
-        run = AdapterRun(name)
-        hello = self.hellos.get(name)
-        if hello is not None:
-            run.handshake = Handshake(
-                hello["name"],
-                hello["version"],
-                hello["language"],
-                frozenset(hello.get("ops", ())),
-                frozenset(hello["levels"]),
-                frozenset(hello.get("features", ())),
-                error_kinds=frozenset(hello["error_kinds"]),
-                trace=hello["trace"],
-                profile=hello["profile"],
-            )
-        return run
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Fail the session when an adapter compared nothing (unless allowed), with one line per such adapter."""
-        if getattr(session.config, "workerinput", None) is not None:
-            return
-        from .coverage import nothing_compared
-
-        cases = {fixture.id: fixture for fixture in self.state.fixtures}
-        for name, run in self._gathered().items():
-            if name in self.downs:
-                continue  # its own diagnosis fails the session
-            line = nothing_compared(
-                run,
-                [cases[case] for case in self.ran.get(name, ()) if case in cases],
-                levels=self.state.levels,
-                allow="--conformance-allow-nothing-compared",
-                filters="--conformance-case and --conformance-level",
-            )
-            if line is not None:
-                self.nothing.append(line)
-        if self.nothing and not self.state.allow_nothing_compared:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
-        if getattr(config, "workerinput", None) is not None:
-            return
-        from .report import matrix_text, warning_lines, write_json
-
-        runs = self.runs()
-        if not runs:
-            return
-        terminalreporter.section("conformance")
-        for line in matrix_text(runs).splitlines():
-            terminalreporter.write_line(line)
-        for line in warning_lines(runs):
-            terminalreporter.write_line(line, yellow=True)
-        for diagnosis in self.downs.values():
-            terminalreporter.write_line("")
-            terminalreporter.write_line("ADAPTER DOWN " + diagnosis)
-        for line in self.nothing:
-            terminalreporter.write_line("")
-            terminalreporter.write_line(line, red=not self.state.allow_nothing_compared)
-        if self.state.json_path is not None:
-            write_json(runs, self.state.json_path)
-            terminalreporter.write_line(f"conformance JSON report: {self.state.json_path}")
-        if self.state.html_path is not None:
-            from .errors import UsageError
-            from .html import write_report
-
-            try:
-                write_report(runs, self.state.fixtures, self.state.html_path)
-                terminalreporter.write_line(f"conformance HTML report: {self.state.html_path}")
-            except UsageError as error:
-                terminalreporter.write_line(f"conformance: error: {error}", red=True)

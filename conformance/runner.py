@@ -134,11 +134,21 @@ class AdapterRun:
         return sum(1 for r in self.results if r.outcome == outcome and (level is None or r.level == level))
 
     def rename(self, name: str) -> None:
-        """Call the adapter ``name`` in the run and every result (an ad hoc command, once its hello named the engine)."""
+        """Call the adapter ``name`` in the run and every result (an ad hoc command, once its hello named the engine).
+
+        A not-run result's message names the adapter that was given up on: it is renamed too.
+        """
         self.name = name
-        self.results = [replace(result, adapter=name) for result in self.results]
+        old = self.down.headline if self.down is not None else None
         if self.down is not None:
             self.down.adapter = name
+
+        def renamed(result: Result) -> Result:
+            if old is None or self.down is None or result.outcome != Outcome.NOT_RUN:
+                return replace(result, adapter=name)
+            return replace(result, adapter=name, message=result.message.replace(old, self.down.headline))
+
+        self.results = [renamed(result) for result in self.results]
 
     @property
     def unexpected(self) -> list[Result]:

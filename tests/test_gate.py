@@ -17,7 +17,7 @@ from conformance.execute import run_program
 from conformance.fixture import FIXTURES_DIR, load_corpus
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import FEATURES, LEVELS, Observation, Profile
-from conformance.runner import NOTHING_TO_COMPARE, AdapterRun, Outcome, engine_name, run_adapter, run_case
+from conformance.runner import NOTHING_TO_COMPARE, AdapterRun, Outcome, Result, engine_name, run_adapter, run_case
 from conformance.transport import Handshake
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,3 +194,11 @@ def test_a_build_command_runs_once_before_the_run_and_a_failed_build_fails_it_wi
     assert "no compiler here" in failed.stdout
     alone = conformance("run", "--adapter", "python", "--build", "true")
     assert alone.returncode == 2 and "--build is the build command of --command" in alone.stderr
+
+
+def test_a_run_whose_results_are_errors_gets_no_nothing_compared_line_its_errors_say_why():
+    cases = [f for f in SMALL if f.id.startswith("seed/")]
+    run = AdapterRun("engine", handshake=Engine().hello)
+    run.results = [Result("engine", f.id, level, Outcome.ERROR, "adapter exited") for f in cases for level in f.levels]
+    assert nothing_compared(run, cases) is None
+    assert coverage_line(run).endswith(f"; {len(run.results)} error(s), no answer to compare")

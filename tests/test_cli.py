@@ -229,8 +229,11 @@ def test_the_largest_distance_names_the_case_and_level_it_was_seen_at():
     ]
     assert "profile contract" in matrix_text([run])
     assert "closest agreeing float: 0.5 of its bound (at ops/tanh/ordinary [trace])" in matrix_text([run])
-    run.results = run.results[:1]
+    run.results = [Result("port", "ops/add/ordinary", "values", "passed", compared=2)]
     assert "closest agreeing float: every float the same bits" in matrix_text([run])
+    # Said only when it is true: with no result passed, no float agreed.
+    run.results = [Result("port", "ops/add/ordinary", "values", "failed", compared=2)]
+    assert "closest agreeing float" not in matrix_text([run])
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly():

@@ -202,3 +202,12 @@ def test_a_run_whose_results_are_errors_gets_no_nothing_compared_line_its_errors
     run.results = [Result("engine", f.id, level, Outcome.ERROR, "adapter exited") for f in cases for level in f.levels]
     assert nothing_compared(run, cases) is None
     assert coverage_line(run).endswith(f"; {len(run.results)} error(s), no answer to compare")
+
+
+def test_a_failed_creation_is_unsupported_not_failed_on_an_engine_without_the_errors_level():
+    # Such a case no longer lists errors (its error is compared at values), yet it still expects a typed error.
+    cases = [f for f in CORPUS if f.id == "errors/non-finite-leaf-variable"]
+    assert "errors" not in cases[0].levels
+    run = run_adapter("engine", Engine(levels=("values", "gradients"), silent=True), cases, [])
+    assert {r.outcome for r in run.results} == {Outcome.UNSUPPORTED}
+    assert {r.message for r in run.results} == {"expects typed errors, and the adapter does not declare the errors level"}

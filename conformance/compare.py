@@ -96,6 +96,8 @@ class _Collector:
         self.limit = limit
         self.found: list[Difference] = []
         self.largest = 0.0
+        self.compared = 0
+        """How many fields were compared: each one that agreed, and each difference found."""
 
     @property
     def full(self) -> bool:
@@ -111,6 +113,7 @@ class _Collector:
         note: str = "",
         bound: Optional[float] = None,
     ) -> None:
+        self.compared += 1
         if not self.full:
             self.found.append(Difference(self.level, step, path, expected, actual, ulps, note, bound))
 
@@ -125,8 +128,11 @@ class _Collector:
         if expected is None or actual is None:
             if expected is not actual:
                 self.add(step, path, _or_missing(expected), _or_missing(actual))
+            else:
+                self.compared += 1
             return
         if expected == actual and (expected != 0.0 or math.copysign(1.0, expected) == math.copysign(1.0, actual)):
+            self.compared += 1
             return  # the same bits: agrees under any bound, and uses none of it
         bound = self.bound_at(step, path)
         if not agree(expected, actual, bound):
@@ -134,14 +140,18 @@ class _Collector:
                 self.add(step, path, expected, actual, note="only the sign of zero differs (-0.0 vs 0.0)")
             else:
                 self.add(step, path, expected, actual, ulp_distance(expected, actual), bound=bound)
-        elif bound and expected != actual:
-            # The figure of merit under a bound: how much of it the difference used.
-            self.largest = max(self.largest, abs(expected - actual) / bound)
+        else:
+            self.compared += 1
+            if bound and expected != actual:
+                # The figure of merit under a bound: how much of it the difference used.
+                self.largest = max(self.largest, abs(expected - actual) / bound)
 
     def same(self, step: int, path: str, expected: Any, actual: Any) -> None:
         """Compare two ids, kinds, slots or flags exactly."""
         if type(expected) is not type(actual) or expected != actual:
             self.add(step, path, _or_missing(expected), _or_missing(actual))
+        else:
+            self.compared += 1
 
     def fields(self, step: int, path: str, expected: Any, actual: Any, names: tuple[str, ...], floats: frozenset[str]) -> None:
         """Compare the named fields of two records."""
@@ -175,6 +185,8 @@ class _Collector:
                 self.add(step, f"{path}.{key}", value, _MISSING, note="no stored gradient reported for a tracked node")
             elif value != actual[key] or value == 0.0:  # equal non-zero floats have the same bits (see ``number``)
                 self.number(step, f"{path}.{key}", value, actual[key])
+            else:
+                self.compared += 1
         for key in actual:
             if key not in expected:
                 self.add(step, f"{path}.{key}", _MISSING, actual[key], note="a gradient for a node that has none")
@@ -201,6 +213,30 @@ def compare_level(
     and the node records only, and ignores edges. The observations come decoded and
     shape-checked (``conformance.protocol``), so only their contents can differ.
     """
+    comparison = compare_fields(fixture, observations, level, limit, profile=profile, edges=edges)
+    return comparison.differences, comparison.largest_share
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What comparing one level of one case found: its differences, the largest share of a bound used, the field count."""
+
+    differences: list[Difference]
+    largest_share: float
+    compared: int
+    """How many fields were compared (each that agreed and each difference): 0 means the level checked nothing."""
+
+
+def compare_fields(
+    fixture: Fixture,
+    observations: list[Observation],
+    level: str,
+    limit: int = 20,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    edges: bool = True,
+) -> Comparison:
+    """``compare_level``, also counting the fields compared, so that a level that checked nothing is not a pass."""
     out = _Collector(Level(level), fixture.step_bounds(Profile(profile)), limit)
     levels: dict[str, Callable[..., None]] = {
         Level.VALUES: _values,
@@ -216,7 +252,7 @@ def compare_level(
         compare(out, index, step, expected, actual)
         if out.full:
             break
-    return out.found, out.largest
+    return Comparison(out.found, out.largest, out.compared)
 
 
 def _values(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:
@@ -335,6 +371,7 @@ def _order(out: _Collector, index: int, step: Step, expected: Observation, actua
             note="topology differs from the canonical depth-first post-order",
         )
         return
+    out.compared += len(want_nodes)  # the post-order agreed, node by node
     for position, (edge, got) in enumerate(zip(want.edges, record.edges)):
         out.fields(index, f"{path}.edges[{position}]", edge, got, _ORDER_EDGE_FIELDS, _RECORD_FLOATS)
         if out.found:

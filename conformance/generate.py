@@ -195,11 +195,18 @@ def catches_sentence(bugs: Iterable[str]) -> str:
 
 
 def default_levels(program: Program, observations: list[Observation]) -> tuple[Level, ...]:
-    """The levels a case checks: values always, then whatever its steps exercise."""
+    """The levels a case checks: values always, then whatever its steps exercise.
+
+    A level is listed only where it compares something (``compare.compare_fields`` counts it): gradients
+    where a backward or zero_grad succeeds, errors where one fails. A failed creation is compared at
+    values, so it alone does not list errors; a backward that fails is compared at errors, so it alone
+    does not list gradients.
+    """
     levels = [Level.VALUES]
-    if any(step.op in ("backward", "zero_grad") for step in program):
+    passes = [(step, obs) for step, obs in zip(program, observations) if step.op in ("backward", "zero_grad")]
+    if any(obs.error is None for _, obs in passes):
         levels.append(Level.GRADIENTS)
-    if any(obs.error is not None for obs in observations):
+    if any(obs.error is not None for _, obs in passes):
         levels.append(Level.ERRORS)
     if any(obs.pass_ is not None for obs in observations):
         levels += [Level.TRACE, Level.ORDER]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_level
+from .compare import compare_fields
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
@@ -46,6 +46,11 @@ class Outcome(StrEnum):
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 #: Outcomes that fail the gate.
 UNEXPECTED = (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED, Outcome.NOT_RUN)
+#: Why a level whose comparison checked no field is unsupported, not passed.
+NOTHING_TO_COMPARE = (
+    "nothing to compare: the case lists this level, but none of its steps has a field compared at it "
+    "(a fixture bug: regenerate the fixture)"
+)
 #: Timeouts or failed starts in a row, with no case answered in between, after which an adapter is given up on.
 MAX_UNRESPONSIVE = 3
 
@@ -70,6 +75,8 @@ class Result:
 
     Requests are sent ahead, so it may end with lines the adapter wrote for the cases after this one.
     """
+    compared: int = 0
+    """How many fields the comparison at this level compared (0: the adapter's answer was not compared)."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -80,6 +87,7 @@ class Result:
         if self.reason:
             data["reason"] = self.reason
         data["largest_share"] = self.largest_share
+        data["compared"] = self.compared
         if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -125,6 +133,23 @@ class AdapterRun:
         """How many results have this outcome (at this level)."""
         return sum(1 for r in self.results if r.outcome == outcome and (level is None or r.level == level))
 
+    def rename(self, name: str) -> None:
+        """Call the adapter ``name`` in the run and every result (an ad hoc command, once its hello named the engine).
+
+        A not-run result's message names the adapter that was given up on: it is renamed too.
+        """
+        self.name = name
+        old = self.down.headline if self.down is not None else None
+        if self.down is not None:
+            self.down.adapter = name
+
+        def renamed(result: Result) -> Result:
+            if old is None or self.down is None or result.outcome != Outcome.NOT_RUN:
+                return replace(result, adapter=name)
+            return replace(result, adapter=name, message=result.message.replace(old, self.down.headline))
+
+        self.results = [renamed(result) for result in self.results]
+
     @property
     def unexpected(self) -> list[Result]:
         """Results that fail the gate."""
@@ -143,6 +168,25 @@ class AdapterRun:
         return best if best is not None and best.largest_share > 0 else None
 
 
+def engine_name(hello: Optional[Handshake], fallback: str, taken: Iterable[str]) -> str:
+    """What reports call an ad hoc ``--command`` adapter: its engine's name from hello, kept unique among ``taken``.
+
+    Without a hello (it never answered) it keeps ``fallback``; a name another adapter of the run has already
+    gets `` (command)``, then a number.
+    """
+    if hello is None or not hello.name.strip():
+        return fallback
+    taken = set(taken)
+    name = hello.name.strip()
+    if name in taken:
+        name = f"{name} ({fallback})"
+    number = 2
+    while name in taken:
+        name = f"{hello.name.strip()} ({fallback} {number})"
+        number += 1
+    return name
+
+
 def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     """Why the adapter cannot run this case at all, or None."""
     missing_ops = [op for op in fixture.ops if op not in hello.ops]
@@ -151,7 +195,8 @@ def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     missing_features = [f for f in fixture.features if f not in hello.features]
     if missing_features:
         return f"needs feature {', '.join(missing_features)}"
-    if "errors" in fixture.levels and "errors" not in hello.levels:
+    # Any expected error, a failed creation too (compared at values): an engine without typed errors cannot answer it.
+    if fixture.error_kinds and "errors" not in hello.levels:
         return "expects typed errors, and the adapter does not declare the errors level"
     return None
 
@@ -482,16 +527,33 @@ def run_case(
     results = []
     stderr_tail = getattr(transport, "stderr_tail", None)
     for level in levels:
-        differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
+        comparison = compare_fields(fixture, observations, level, profile=hello.profile, edges=edges)
+        differences, share = comparison.differences, comparison.largest_share
+        if not differences and not comparison.compared:
+            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise).
+            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, NOTHING_TO_COMPARE))
+            continue
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
             stderr = stderr_tail() if callable(stderr_tail) else ""
-            outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share, "", tuple(observations), stderr)
+            outcome = Result(
+                name,
+                fixture.id,
+                level,
+                Outcome.FAILED,
+                message,
+                diagnosis,
+                share,
+                "",
+                tuple(observations),
+                stderr,
+                comparison.compared,
+            )
         else:
-            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
+            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share, compared=comparison.compared)
         results.append(outcome)
     failing = [r.level for r in results if r.outcome == Outcome.FAILED]
     passing = [r.level for r in results if r.outcome == Outcome.PASSED]
@@ -517,21 +579,12 @@ def _apply_expected(result: Result, expected: list[Expected], failing: Sequence[
     if entry is None:
         return result
     if result.outcome in (Outcome.FAILED, Outcome.ERROR):
-        return Result(
-            result.adapter,
-            result.case,
-            result.level,
-            Outcome.XFAILED,
-            result.message,
-            result.diagnosis,
-            result.largest_share,
-            entry.reason,
-            result.observations,
-            result.stderr,
-        )
+        return replace(result, outcome=Outcome.XFAILED, reason=entry.reason)
     if result.outcome == Outcome.PASSED:
         message = passed_message(expected, entry, result.case, result.level, failing, passing)
-        return Result(result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason)
+        return Result(
+            result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason, compared=result.compared
+        )
     return result
 
 

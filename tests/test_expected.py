@@ -96,7 +96,7 @@ def test_update_expected_writes_new_entries_as_unreviewed_drafts_and_every_run_w
     assert drafted.stdout.count(warning) == 1
     # The drafts xfail, so the gate is green while they are reviewed, but every report says so.
     gated = conformance(*command, "--json", report, "--markdown", matrix)
-    assert gated.returncode == 0 and f"WARNING command: {warning}" in gated.stdout
+    assert gated.returncode == 0 and f"WARNING broken-merge-edges: {warning}" in gated.stdout
     (adapter,) = json.loads(report.read_text())["adapters"]
     assert adapter["xfailed"] == len(entries) and adapter["warning"] == warning
     assert adapter["unreviewed_expected_failures"] == len(entries) and adapter["expected_failures"] == str(listed)

@@ -202,7 +202,7 @@ def test_the_pytest_plugin_says_an_entry_is_too_broad_in_the_failure_and_in_the_
     output = result.stdout.str()
     assert "entry 1 (case repeated/x-mul-x, level *) also covers levels that pass: values" in output
     assert (
-        f"command: {path}: entry 1 (case repeated/x-mul-x, level *) also covers levels that pass (values): "
+        f"broken-merge-edges: {path}: entry 1 (case repeated/x-mul-x, level *) also covers levels that pass (values): "
         "narrow it to case repeated/x-mul-x, level gradients, trace, order (--update-expected does)"
     ) in output
 

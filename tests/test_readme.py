@@ -68,6 +68,18 @@ def test_the_readme_quick_start_works_as_written(tmp_path):
     junit = ET.parse(port / "conformance.xml").getroot()
     suite = junit if junit.tag == "testsuite" else junit.find("testsuite")
     assert suite is not None and int(suite.get("tests")) >= cases and int(suite.get("failures")) == 0
+    # The gate is never green by accident, from the installed kit too: an adapter declaring no level fails it.
+    (port / "declares_nothing.py").write_text(
+        "from conformance.serve import serve\n"
+        "hello = {'engine': {'name': 'nothing', 'version': '0', 'language': 'python'},\n"
+        "         'ops': [], 'levels': [], 'features': []}\n"
+        "serve(hello, lambda program: [])\n"
+    )
+    command = "python3 declares_nothing.py"
+    for line in (f'conformance run --command "{command}"', f'pytest -p no:cacheprovider --conformance-command "{command}"'):
+        done = subprocess.run(["bash", "-c", line], cwd=port, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 1, f"{line}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert "NOTHING COMPARED nothing: 0 of " in done.stdout and "Traceback" not in done.stderr
 
 
 def _package_digest(site: Path) -> str:

@@ -3,7 +3,8 @@
 Without --adapter, every registered adapter whose requirements are met runs
 (built first when its build is stale, saying so); unavailable ones are
 reported with their reason. Exit 0 when nothing unexpected happened, 1 on
-conformance failures (failed, error, unexpected pass, not run, failed build),
+conformance failures (failed, error, unexpected pass, not run, failed build, an
+adapter that compared nothing unless --allow-nothing-compared),
 2 on usage errors (zero cases selected among them), 130 or 143 when
 interrupted by Ctrl-C or SIGTERM, after the partial reports are written.
 
@@ -19,11 +20,13 @@ import shlex
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Optional, Sequence
 
 from ..corpora import add_fixtures_option, describe_folders, fixture_dirs, load_corpora_reporting
+from ..coverage import nothing_compared
 from ..errors import UsageError
 from ..expected import Expected, check_cases
 from ..expected_update import observed_results, run_notes, update_expected
@@ -43,7 +46,7 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, not_run, run_adapter, select
+from ..runner import AdapterRun, engine_name, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
@@ -55,6 +58,12 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument("--command", metavar="CMD", help="run an unregistered adapter command ad hoc")
     parser.add_argument("--expected-failures", type=Path, metavar="FILE", help="expected-failures file for --command")
+    parser.add_argument(
+        "--build",
+        metavar="CMD",
+        help="a build command for --command, run once before the run (in the current folder; its time is not "
+        "charged to the handshake); its failure fails the run with the build's output",
+    )
     parser.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose id matches (fnmatch; repeatable)")
     parser.add_argument("--shard", metavar="K/N", help="run the K-th of N equal shares of the cases")
     parser.add_argument(
@@ -74,6 +83,12 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
+    )
+    parser.add_argument(
+        "--allow-nothing-compared",
+        action="store_true",
+        help="an adapter that compared nothing (its hello declares no op or level the selected cases use) does not "
+        "fail the run (it does by default)",
     )
     parser.add_argument(
         "--profile",
@@ -118,18 +133,27 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
     return value
 
 
-def empty_selection_message(fixtures_dirs: Sequence[Path], total: int, patterns: Optional[list[str]], shard: object) -> str:
-    """Why zero cases were selected, naming the folders looked in."""
+def empty_selection_message(
+    fixtures_dirs: Sequence[Path],
+    total: int,
+    patterns: Optional[list[str]],
+    shard: object,
+    *,
+    case_option: str = "--case",
+    allow_option: str = "--allow-empty",
+    fixtures_option: str = "--fixtures",
+) -> str:
+    """Why zero cases were selected, naming the folders looked in and the caller's options (the CLI's by default)."""
     if total == 0:
         return (
             f"no case found: {describe_folders(fixtures_dirs)} {'has' if len(fixtures_dirs) == 1 else 'have'} no fixture files"
             + ("" if all(folder.is_dir() for folder in fixtures_dirs) else " (it does not exist)")
-            + "; point --fixtures at the corpus, or reinstall the kit"
+            + f"; point {fixtures_option} at the corpus, or reinstall the kit"
         )
-    chosen = f"--case {' '.join(patterns)}" if patterns else "the selection"
+    chosen = f"{case_option} {' '.join(patterns)}" if patterns else "the selection"
     extra = f" with --shard {shard}" if shard else ""
     where = ", ".join(str(folder) for folder in fixtures_dirs)
-    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {where} (--allow-empty accepts that)"
+    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {where} ({allow_option} accepts that)"
 
 
 class _Terminated(KeyboardInterrupt):
@@ -149,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
     adapters = choose_adapters(
         command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
     )
+    if args.build is not None:
+        if not args.command:
+            raise UsageError("--build is the build command of --command: give the adapter as --command CMD too")
+        adapters = [replace(a, build=args.build) if a.ad_hoc else a for a in adapters]
     if args.html:
         check_target(args.html, "--html")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -213,6 +241,8 @@ def _run_all(
             interrupted = str(interrupt) or "interrupted (Ctrl-C)"
             runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
             continue
+        if adapter.ad_hoc:  # called by its engine's name from hello, not "command"
+            one.rename(engine_name(one.handshake, adapter.name, [a.name for a in adapters if a is not adapter]))
         runs.append(one)
         interrupted = one.interrupted
         if build_failure:
@@ -227,6 +257,9 @@ def _run_all(
         print(f"\nBUILD FAILED {failure}")
     for bug in fixture_bugs:
         print(f"\nFIXTURE BUG {bug} (no adapter is blamed; regenerate with `conformance regen`)")
+    empty = [line for run in runs if (line := nothing_compared(run, fixtures)) is not None]
+    for line in empty:
+        print(f"\n{line}")
     print()
     for line in warning_lines(runs):
         print(line)
@@ -245,6 +278,8 @@ def _run_all(
     if fixture_bugs:
         return 2
     unexpected = any(run.unexpected for run in runs) or build_failures
+    if empty and not args.allow_nothing_compared:
+        return 1  # a green run of nothing is no conformance; --update-expected does not change that
     return 1 if unexpected and not args.update_expected else 0
 
 

@@ -196,7 +196,7 @@ def test_an_engine_that_panics_gets_an_error_reply_for_those_cases_and_the_other
 NOISE = {
     "python": ["engine noise on stdout", "engine noise written to fd 1"],
     "javascript": ["engine noise on stdout", "engine noise written to process.stdout"],
-    "go": ["engine noise on stdout"],
+    "go": ["engine noise on stdout", "engine noise written to fd 1"],
     "rust": ["engine noise on stdout"],
     "java": ["engine noise on stdout"],
     "cpp": ["engine noise on stdout", "engine noise written with printf"],

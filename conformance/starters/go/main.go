@@ -8,7 +8,7 @@
 // for that case and the loop goes on with the next one. A repeated step ("repeat": n,
 // feature repeat) is a loop here calling Engine.Apply n times, so every engine behind this
 // starter gets the million-node chain; "records": false skips Engine.PassRecord. What the
-// engine prints with fmt.Print* to os.Stdout goes to stderr. Standard library only.
+// engine prints to stdout goes to stderr. Standard library only.
 package main
 
 import (
@@ -490,10 +490,10 @@ func run(req request) (reply map[string]any) {
 
 func main() {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	// Only protocol messages reach the harness: the replies keep stdout's file, and os.Stdout (what
-	// fmt.Println and log packages that default to it write to) becomes stderr. Code that writes to
-	// file descriptor 1 directly (C through cgo) is not redirected: make it write to stderr.
-	out := bufio.NewWriter(os.Stdout)
+	// Only protocol messages reach the harness: the replies go to a private copy of stdout
+	// (stdout_linux.go; stdout itself elsewhere), and os.Stdout, what fmt.Println writes to,
+	// becomes stderr. On Linux file descriptor 1 goes to stderr too, for cgo code.
+	out := bufio.NewWriter(protocolOutput())
 	os.Stdout = os.Stderr
 	reply := func(message map[string]any) {
 		line, err := json.Marshal(message)

@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"syscall"
 )
 
 var EngineInfo = map[string]string{"name": "starter-test-engine", "version": "0.1.0", "language": "go"}
@@ -78,6 +79,7 @@ func (e *Engine) Variable(x float64) (Node, error) {
 	if x == 12345.0 {
 		// A stray print, as an engine's debug line: the loop must keep it off the protocol.
 		fmt.Println("engine noise on stdout")
+		syscall.Write(1, []byte("engine noise written to fd 1\n"))
 	}
 	return e.leaf(x, "variable")
 }

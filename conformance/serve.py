@@ -111,7 +111,9 @@ def protect_stdout() -> TextIO:
     """A text stream on a private copy of stdout, for the protocol; fd 1 and ``sys.stdout`` then go to stderr.
 
     ``print()`` writes to ``sys.stdout`` and native code writes to file descriptor 1: both now reach stderr,
-    which the harness shows, and only what is written to the returned stream reaches the harness.
+    which the harness shows, and only what is written to the returned stream reaches the harness. ``serve``
+    calls it itself; an adapter whose engine prints when imported calls it first and hands the stream to
+    ``serve(..., stdout=stream)``.
     """
     sys.stdout.flush()
     protocol = os.dup(1)

@@ -194,7 +194,7 @@ def test_an_engine_that_panics_gets_an_error_reply_for_those_cases_and_the_other
 
 #: What the test engines print to stdout when a variable is 12345, per language: each must reach stderr only.
 NOISE = {
-    "python": ["engine noise on stdout", "engine noise written to fd 1"],
+    "python": ["engine noise at import", "engine noise on stdout", "engine noise written to fd 1"],
     "javascript": ["engine noise on stdout", "engine noise written to process.stdout"],
     "go": ["engine noise on stdout", "engine noise written to fd 1"],
     "rust": ["engine noise on stdout"],

@@ -27,6 +27,13 @@ from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# Only protocol messages reach the harness: replies go to a private copy of stdout, and fd 1 and
+# sys.stdout go to stderr, so a print() in the engine (at import too) or a C extension's printf shows there.
+sys.stdout.flush()
+PROTOCOL_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
 import engine_hooks  # noqa: E402 - after the path fix, so the hooks load from this folder
 from engine_hooks import Engine, EngineError  # noqa: E402
 
@@ -263,12 +270,7 @@ class Case:
 
 def main() -> int:
     """Answer requests until shutdown or end of input."""
-    # Only protocol messages reach the harness: replies go to a private copy of stdout, and fd 1 and
-    # sys.stdout go to stderr, so a print() in the engine or a C extension's printf shows there instead.
-    sys.stdout.flush()
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    out = PROTOCOL_OUT
 
     def reply(message: dict[str, Any]) -> None:
         out.write(json.dumps(message, allow_nan=False) + "\n")

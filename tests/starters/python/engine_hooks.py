@@ -11,6 +11,9 @@ import math
 import os
 from typing import Any, Optional
 
+# A library's banner at import, before the adapter has answered hello: it must stay off the protocol too.
+print("engine noise at import")
+
 ENGINE = {"name": "starter-test-engine", "version": "0.1.0", "language": "python"}
 OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
 LEVELS = ["values", "gradients", "errors", "trace", "order"]

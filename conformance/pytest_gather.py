@@ -9,19 +9,18 @@ JSON and HTML reports.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Protocol
 
 import pytest
 
 from .expected import ExpectedError, load_expected
+from .fixture import Fixture
 from .program import Program
 from .protocol import Observation, observations_from_data
 from .registry import AdapterConfig
 from .runner import AdapterRun, Result, engine_name
 from .transport import Handshake
-
-if TYPE_CHECKING:
-    from .pytest_plugin import _State
 
 #: The user property a conformance test's results travel in.
 PROPERTY = "conformance-results"
@@ -60,13 +59,24 @@ def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optiona
     return tuple(observations_from_data(raw, program))
 
 
+class Settings(Protocol):
+    """What the gathering side reads of the plugin's settings (the plugin's session state has these)."""
+
+    adapters: list[AdapterConfig]
+    fixtures: list[Fixture]
+    levels: Optional[list[str]]
+    json_path: Optional[Path]
+    html_path: Optional[Path]
+    allow_nothing_compared: bool
+
+
 class Gatherer:
     """Gathers every conformance result in the controlling pytest process, also from xdist workers.
 
     Registered as a plugin object by pytest_configure, so its state belongs to one pytest run.
     """
 
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: Settings) -> None:
         self.state = state
         # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
         self.results: dict[tuple[str, str, str], dict[str, Any]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,7 +17,16 @@ from conformance.diagnose import diagnose
 from conformance.execute import run_program
 from conformance.expected import Expected, load_expected
 from conformance.fixture import FIXTURES_DIR, load_fixture
-from conformance.fuzz import examine, fuzz, known_bugs, regression_id, regression_text, save_regression, signature
+from conformance.fuzz import (
+    examine,
+    fuzz,
+    known_bugs,
+    minimize,
+    regression_id,
+    regression_text,
+    save_regression,
+    signature,
+)
 from conformance.generate import generate
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
@@ -292,3 +302,60 @@ def test_fuzzing_micrograd_with_its_expected_failures_reports_its_known_bugs_as_
     listed = {BUGS[e.bug] for e in entries if e.bug}
     for divergence in result.divergences:  # what is left is new: no diagnosis names a listed bug
         assert not listed & set(divergence.diagnosis), divergence.describe()
+
+
+def _listed_programs(out):
+    """The minimal programs a --keep-going report prints, each as its list of step texts."""
+    programs, current = [], None
+    for line in out.splitlines():
+        if line == "minimal program:":
+            current = []
+            programs.append(current)
+        elif current is not None and line.startswith("  ") and line.strip()[:1].isdigit():
+            current.append(line.split(None, 1)[1])
+        else:
+            current = None
+    return programs
+
+
+def test_keep_going_lists_each_shrunk_divergence_once_without_unrelated_steps(capsys):
+    # Before shrinking, stale's divergences on tanh, div and exp programs looked distinct; shrunk, they
+    # are one program (a leaf, backward twice) and are listed once.
+    code = main(["fuzz", "--command", broken("stale"), "--examples", "200", "--keep-going"])
+    out = capsys.readouterr().out
+    assert code == 1
+    listed = _listed_programs(out)
+    assert listed and len(listed) == len({tuple(program) for program in listed}), out
+    assert f"{len(listed)} distinct divergence(s)" in out
+    heads = [line for line in out.splitlines() if line.startswith("DIVERGENCE ")]
+    assert len(heads) == len(set(heads)) == len(listed), out  # at most one per level here
+    for program in listed:
+        created = [step.split(" = ")[0] for step in program if " = " in step]
+        for index, step in enumerate(program):
+            if " = " in step:  # every node is used by a later step: no op whose result nothing uses
+                name = step.split(" = ")[0]
+                assert any(re.search(rf"\b{name}\b", later) for later in program[index + 1 :]), out
+        assert all(re.search(r"variable\(1\.0\)|constant\(1\.0\)", step) for step in program if "variable" in step)
+        assert len(created) <= 3, out
+    assert ["n0 = variable(1.0)", "backward(n0)", "backward(n0)"] in listed
+
+
+def test_shrinking_drops_an_unrelated_backward_and_an_unused_op_and_simplifies_values():
+    program = parse_program(
+        [
+            {"id": "a", "op": "variable", "value": 0.7310},
+            {"id": "b", "op": "variable", "value": -2.25},
+            {"id": "t", "op": "tanh", "operands": ["b"]},
+            {"op": "backward", "output": "t"},
+            {"id": "c", "op": "mul", "operands": ["a", "a"]},
+            {"id": "unused", "op": "exp", "operands": ["a"]},
+            {"op": "backward", "output": "c", "seed": 1.0},
+        ],
+        "test",
+    )
+    transport = MutantTransport("assign")
+    divergence = examine(transport, program, LEVELS)
+    assert divergence is not None
+    shrunk = minimize(transport, divergence)
+    assert [step.describe() for step in shrunk.program] == ["n0 = variable(1.0)", "n1 = mul(n0, n0)", "backward(n1)"]
+    assert BUGS["assign"] in shrunk.diagnosis

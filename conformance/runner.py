@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_level
+from .compare import compare
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, unreviewed_warning
@@ -70,6 +70,8 @@ class Result:
 
     Requests are sent ahead, so it may end with lines the adapter wrote for the cases after this one.
     """
+    signed_zero_warnings: tuple[str, ...] = ()
+    """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -129,6 +131,18 @@ class AdapterRun:
     def unexpected(self) -> list[Result]:
         """Results that fail the gate."""
         return [r for r in self.results if r.outcome in UNEXPECTED]
+
+    @property
+    def signed_zero_warning(self) -> Optional[str]:
+        """The warning every report shows when floats passed that differed only in the sign of zero, or None."""
+        found = [(r.case, text) for r in self.results for text in r.signed_zero_warnings]
+        if not found:
+            return None
+        cases = len({case for case, _ in found})
+        return (
+            f"{len(found)} float(s) in {cases} case(s) differ from the contract only in the sign of zero, not failed "
+            f"under this profile or bound (docs/contract.md, numbers.signed-zero); first: {found[0][0]} {found[0][1]}"
+        )
 
     @property
     def largest_share(self) -> float:
@@ -472,7 +486,8 @@ def run_case(
     results = []
     stderr_tail = getattr(transport, "stderr_tail", None)
     for level in levels:
-        differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
+        comparison = compare(fixture, observations, level, profile=hello.profile, edges=edges)
+        differences, share = comparison.differences, comparison.largest_share
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
@@ -481,7 +496,8 @@ def run_case(
             stderr = stderr_tail() if callable(stderr_tail) else ""
             outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share, "", tuple(observations), stderr)
         else:
-            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
+            signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)
+            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share, signed_zero_warnings=signed)
         results.append(_apply_expected(outcome, expected))
     return unsupported + results
 

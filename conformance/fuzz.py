@@ -26,16 +26,17 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from .cases.case import Case
 from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import Diagnoser, diagnose_error
+from .errors import UsageError
 from .expected import Expected, bugs_of
 from .files import write_atomic
 from .fixture import FIXTURES_DIR, Fixture
@@ -297,12 +298,42 @@ def _with_diagnosis(divergence: Divergence, diagnoser: Diagnoser) -> Divergence:
     return replace(divergence, diagnosis=found)
 
 
+#: The URL schemes --database takes as a Redis server (redis-py's ``Redis.from_url``).
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def example_database(where: Union[Path, str, None]) -> Optional[ExampleDatabase]:
+    """The hypothesis example database ``where`` names: None, a folder, or a Redis URL (``redis://host:port/db``).
+
+    A Redis database lets the CI shards of a campaign on many machines share their examples.
+    Raises UsageError when ``where`` is a Redis URL but the ``redis`` package is missing or the
+    server cannot be reached.
+    """
+    if where is None:
+        return None
+    text = str(where)
+    if not text.startswith(REDIS_SCHEMES):
+        return DirectoryBasedExampleDatabase(text)
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        needs = "a Redis URL needs the redis package (pip install 'scalar-conformance[redis]')"
+        raise UsageError(f"--database {text}: {needs}") from None
+    client = redis.Redis.from_url(text)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        raise UsageError(f"--database {text}: cannot reach the Redis server: {error}") from None
+    return RedisExampleDatabase(client, key_prefix=b"conformance-fuzz:")
+
+
 def fuzz(
     transport: Transport,
     *,
     examples: int = 200,
     seed: int = 0,
-    database: Optional[Path] = None,
+    database: Union[Path, str, None] = None,
     max_steps: int = 24,
     levels: Optional[list[str]] = None,
     skip: Optional[list[str]] = None,
@@ -316,7 +347,7 @@ def fuzz(
     """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
 
     Raises AdapterFault when the adapter cannot even start. ``database`` is a
-    hypothesis example database folder (shared by CI shards); None keeps none,
+    hypothesis example database folder or Redis URL (shared by CI shards, ``example_database``); None keeps none,
     so a run depends only on ``seed``. ``shrink=False`` stops at the first
     divergence as drawn (for measuring how soon one is found). ``exclude_ops``
     keeps those ops out of the programs drawn. ``keep_going`` does not stop at a
@@ -338,7 +369,7 @@ def fuzz(
 
     @settings(
         max_examples=examples,
-        database=DirectoryBasedExampleDatabase(str(database)) if database is not None else None,
+        database=example_database(database),
         deadline=None,
         derandomize=False,
         suppress_health_check=list(HealthCheck),

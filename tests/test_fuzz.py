@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -359,3 +362,54 @@ def test_shrinking_drops_an_unrelated_backward_and_an_unused_op_and_simplifies_v
     shrunk = minimize(transport, divergence)
     assert [step.describe() for step in shrunk.program] == ["n0 = variable(1.0)", "n1 = mul(n0, n0)", "backward(n1)"]
     assert BUGS["assign"] in shrunk.diagnosis
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A redis-server of this test's own on 127.0.0.1 at a free port, stopped afterwards."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    redis = pytest.importorskip("redis", reason="the redis package is not installed (pip install 'scalar-conformance[redis]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail(f"redis-server did not answer on port {port}")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_redis_example_database_hands_one_shards_divergence_to_the_next(redis_url):
+    import redis
+
+    first = fuzz(MutantTransport("wrong-derivative-mul"), examples=300, seed=0, database=redis_url)
+    assert first.divergence is not None and first.first_found_at > 1
+    assert redis.Redis.from_url(redis_url).keys(b"conformance-fuzz:*")  # the shrunk example is stored there
+    # Another shard (another seed, another machine) replays the stored example before drawing its own.
+    second = fuzz(MutantTransport("wrong-derivative-mul"), examples=300, seed=7, database=redis_url, shrink=False)
+    assert second.first_found_at == 1
+
+
+def test_an_unreachable_redis_database_is_a_usage_error_naming_the_url(capsys):
+    pytest.importorskip("redis", reason="the redis package is not installed (pip install 'scalar-conformance[redis]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    url = f"redis://127.0.0.1:{port}/0"
+    assert main(["fuzz", "--command", broken("stale"), "--examples", "5", "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert f"--database {url}: cannot reach the Redis server" in err and "Traceback" not in err

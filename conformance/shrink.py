@@ -7,6 +7,7 @@ keeps a change only when ``still`` says the program still diverges the same way:
 
 - delete a step nothing later names (an op whose result nothing uses, a backward or
   zero_grad of an unrelated node), as long as one backward is left;
+- bypass an operation: its later uses take one of its operands instead;
 - replace an operation by a leaf holding the reference's value for it (a variable
   when the result is tracked, a constant otherwise), which frees its operands;
 - simplify numbers: leaf values, seeds and exponents towards 1, 2, 0, -1, 0.5, ...,
@@ -59,7 +60,7 @@ def shrink_program(program: Program, still: Callable[[Program], Optional[T]], bu
     changed = True
     while changed and tries[0] < budget:
         changed = False
-        for make in (_deletions, _leaf_replacements, _simpler_numbers):
+        for make in (_deletions, _bypasses, _leaf_replacements, _simpler_numbers):
             # Each pass restarts from the program the last kept change left.
             progress = True
             while progress and tries[0] < budget:
@@ -88,6 +89,24 @@ def _deletions(program: Program) -> Iterator[Program]:
         if not any(later.op == "backward" for later in rest):
             continue
         yield rest
+
+
+def _bypasses(program: Program) -> Iterator[Program]:
+    """The program without one operation, every later use of its result taking one of its operands instead."""
+    for index, step in enumerate(program):
+        if step.id is None or step.op in LEAF_OPS or step.repeat is not None:
+            continue
+        for operand in dict.fromkeys(step.operands):
+            names = {step.id: operand}
+            later = [
+                msgspec.structs.replace(
+                    s,
+                    operands=tuple(names.get(a, a) for a in s.operands),
+                    output=names.get(s.output, s.output) if s.output is not None else None,
+                )
+                for s in program[index + 1 :]
+            ]
+            yield program[:index] + tuple(later)
 
 
 def _leaf_replacements(program: Program) -> Iterator[Program]:

@@ -497,7 +497,9 @@ def save_regression(
 
     case_path = cases_dir / f"{regression_id(program).split('/', 1)[1]}.json"
     write_atomic(case_path, regression_text(program))
-    case = load_case(case_path)
+    # A port's own folder is named as `conformance regen --cases` names it, so that regen re-derives the same text.
+    own = cases_dir.resolve() != REGRESSIONS_CASES_DIR.resolve()
+    case = load_case(case_path, f"{cases_dir.resolve().name}/{case_path.name}" if own else None)
     ((fixture_path, text),) = generate([case], fixtures_dir).items()
     write_atomic(fixture_path, text)
     return case, case_path, fixture_path

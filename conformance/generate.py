@@ -89,13 +89,14 @@ def load_toml_cases(path: Path, source: Optional[str] = None) -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
-    from .cases import families, regressions
+    from .cases import families, principles, regressions
     from .cases import llm as llm_family
 
     cases: list[Case] = []
     for path in sorted(CASES_DIR.glob("*.toml")):
         cases.extend(load_toml_cases(path))
     cases.extend(families.cases())
+    cases.extend(principles.cases())
     cases.extend(regressions.cases())
     cases.extend(llm_family.cases())
     _check_ids(cases)

@@ -129,8 +129,9 @@ def details_text(runs: list[AdapterRun]) -> str:
 
 
 def warning_lines(runs: list[AdapterRun]) -> list[str]:
-    """One line per adapter whose expected-failures file still has unreviewed drafts."""
-    return [f"WARNING {run.name}: {run.warning}" for run in runs if run.warning]
+    """One line per adapter whose expected-failures file has unreviewed drafts, one per adapter with sign-of-zero warnings."""
+    warnings = [(run.name, text) for run in runs for text in (run.warning, run.signed_zero_warning) if text]
+    return [f"WARNING {name}: {text}" for name, text in warnings]
 
 
 def summary_line(runs: list[AdapterRun]) -> str:
@@ -184,6 +185,7 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         entry["unreviewed_expected_failures"] = run.unreviewed
         if run.warning:
             entry["warning"] = run.warning
+        entry["signed_zero_warning"] = run.signed_zero_warning
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:

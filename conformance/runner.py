@@ -77,6 +77,8 @@ class Result:
     """
     compared: int = 0
     """How many fields the comparison at this level compared (0: the adapter's answer was not compared)."""
+    signed_zero_warnings: tuple[str, ...] = ()
+    """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -154,6 +156,18 @@ class AdapterRun:
     def unexpected(self) -> list[Result]:
         """Results that fail the gate."""
         return [r for r in self.results if r.outcome in UNEXPECTED]
+
+    @property
+    def signed_zero_warning(self) -> Optional[str]:
+        """The warning every report shows when floats passed that differed only in the sign of zero, or None."""
+        found = [(r.case, text) for r in self.results for text in r.signed_zero_warnings]
+        if not found:
+            return None
+        cases = len({case for case, _ in found})
+        return (
+            f"{len(found)} float(s) in {cases} case(s) differ from the contract only in the sign of zero, not failed "
+            f"under this profile or bound (docs/contract.md, numbers.signed-zero); first: {found[0][0]} {found[0][1]}"
+        )
 
     @property
     def largest_share(self) -> float:
@@ -553,7 +567,16 @@ def run_case(
                 comparison.compared,
             )
         else:
-            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share, compared=comparison.compared)
+            signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)
+            outcome = Result(
+                name,
+                fixture.id,
+                level,
+                Outcome.PASSED,
+                largest_share=share,
+                compared=comparison.compared,
+                signed_zero_warnings=signed,
+            )
         results.append(outcome)
     failing = [r.level for r in results if r.outcome == Outcome.FAILED]
     passing = [r.level for r in results if r.outcome == Outcome.PASSED]

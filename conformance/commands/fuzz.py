@@ -65,9 +65,9 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--database",
-        type=Path,
-        metavar="DIR",
-        help="hypothesis example database folder, shared by CI shards (default: none, the run depends only on --seed)",
+        metavar="DIR|URL",
+        help="hypothesis example database: a folder, or a Redis URL (redis://host:port/db) that CI shards on many "
+        "machines share (default: none, the run depends only on --seed)",
     )
     parser.add_argument(
         "--exclude-op",

@@ -287,6 +287,8 @@ class _Replay:
         if op == "div":
             r = iv.div(a, operands[1], v)
             return r, (iv.div(one, operands[1], d[0]), self._negated(iv.div(r, operands[1], -d[1])))
+        if self._exact_special(op, a, c):
+            return self._special(op, a, c, v, d)
         if op == "exp":
             r = iv.libm(v, [cr_exp(a.lo), cr_exp(a.hi)], low=0.0)
             return r, (Quantity(d[0], r.lo, r.hi),)
@@ -305,6 +307,36 @@ class _Replay:
             power = iv.libm(cr_pow(a.v, c - 1.0), _pow_ends(a, c - 1.0))
             return r, (iv.scale(c, power, d[0]),)
         raise ValueError(f"no interval rule for op {op!r}")
+
+    def _exact_special(self, op: str, a: Quantity, c: Optional[float]) -> bool:
+        """Whether a libm must return this result exactly: a zero result of C's Annex F special values.
+
+        C (IEC 60559 bindings, Annex F.10) fixes ``tanh(+-0) = +-0``, ``log(1) = +0`` and
+        ``pow(+-0, y) = +-0 or +0`` for ``y > 0``, so a port's libm has these bits and their sign:
+        under ``contract`` they are points, whose sign of zero is compared. Under ``numeric``
+        another formula (tanh from exp gives +0 at -0) may differ.
+        """
+        if self.numeric or not a.is_point:
+            return False
+        if op == "tanh":
+            return a.v == 0.0
+        if op == "log":
+            return a.v == 1.0
+        return op == "pow" and a.v == 0.0 and c is not None and c > 0.0
+
+    def _special(
+        self, op: str, a: Quantity, c: Optional[float], v: float, d: tuple[float, ...]
+    ) -> tuple[Quantity, tuple[Quantity, ...]]:
+        """The value (a point) and local derivatives of an Annex F special case (``_exact_special``)."""
+        one = Quantity.point(1.0)
+        if op == "tanh":
+            return Quantity.point(v), (self._one_minus_square(Quantity.point(v), d[0]),)
+        if op == "log":
+            return Quantity.point(v), (self.iv.div(one, a, d[0]),)
+        assert c is not None  # pow(+-0, c > 0): the derivative c * 0^(c-1) is exact where 0^(c-1) is a special case too
+        exact = c - 1.0 > 0.0
+        power = Quantity.point(cr_pow(a.v, c - 1.0)) if exact else self.iv.libm(cr_pow(a.v, c - 1.0), _pow_ends(a, c - 1.0))
+        return Quantity.point(v), (self.iv.scale(c, power, d[0]),)
 
     @staticmethod
     def _negated(q: Quantity) -> Quantity:
@@ -370,7 +402,9 @@ class _Replay:
                     bounds[f"{where}.upstream"] = self._entry(upstream)
                     bounds[f"{where}.contribution"] = self._entry(contribution)
                 if self.nodes[operand].tracked:
-                    summand = contribution.widened(1)  # the exact product, if the sum is fused
+                    # The exact product, if the sum is fused; a product with a zero factor is exact already.
+                    exact = contribution.is_point and (upstream.v == 0.0 or local.v == 0.0)
+                    summand = contribution if exact else contribution.widened(1)
                     before = adjoint[operand]
                     after = iv.add(before, summand, before.v + c)
                     if not math.isfinite(after.v):

@@ -8,6 +8,7 @@ User mistakes are reported as one clear line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from typing import Optional, Sequence
@@ -39,9 +40,39 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that answers a misspelt option with the options it may have meant.
+
+    argparse leaves the arguments a subcommand does not know to the top-level parser, which knows
+    none of the subcommand's options; so each (sub)parser checks its own leftovers here, where its
+    options are known, and names the closest (``--comand`` gets "did you mean --command?").
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse, and report leftover arguments as this parser's error, with suggestions for misspelt options."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self.suggestions(extras)}")
+        return parsed, extras
+
+    def suggestions(self, extras: Sequence[str]) -> str:
+        """``; did you mean --x?`` for each leftover that looks like an option and is close to one of ours."""
+        options = sorted(option for option in self._option_string_actions if option.startswith("--"))
+        found = []
+        for extra in extras:
+            if not extra.startswith("-"):
+                continue
+            close = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.6)
+            if close:
+                found.append(f"{extra.split('=', 1)[0]}: did you mean {close[0]}?")
+        return ("; " + "; ".join(found)) if found else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="conformance", description="Conformance kit for scalar reverse-mode autodiff engines.")
+    """The argument parser with every subcommand (each a ``_Parser``, which suggests close option names)."""
+    parser = _Parser(prog="conformance", description="Conformance kit for scalar reverse-mode autodiff engines.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the versions and where the corpus comes from")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:

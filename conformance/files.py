@@ -6,13 +6,20 @@ interrupted write leaves no temporary file behind. The new file gets the mode
 an ordinary ``open(path, "w")`` would give it: the kernel applies the process's
 umask when the file is created, so the umask is never read or changed here
 (``os.umask`` can only be read by setting it, which races with other threads).
+
+``refuse_installed_package`` keeps an installed kit from writing into itself:
+a regression saved into site-packages would change the corpus of every user of
+that environment and vanish on the next install.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import sysconfig
 from pathlib import Path
+
+from .errors import UsageError
 
 #: How many random temporary names ``write_atomic`` tries before giving up (one is almost always enough).
 _ATTEMPTS = 100
@@ -46,3 +53,28 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"{path.parent}: no free temporary name for {path.name} after {_ATTEMPTS} tries")
+
+
+def _installed_folders() -> list[Path]:
+    package = Path(__file__).resolve().parent
+    paths = sysconfig.get_paths()
+    return [package, *(Path(paths[key]).resolve() for key in ("purelib", "platlib") if key in paths)]
+
+
+def refuse_installed_package(path: Path, option: str) -> None:
+    """Raise UsageError when an installed kit (not its checkout) is asked to write path inside site-packages.
+
+    ``option`` names where the path came from (``--fixtures``, ``--cases-dir``), for the message.
+    """
+    from .fixture import in_checkout
+
+    if in_checkout():
+        return
+    target = path.resolve()
+    for folder in _installed_folders():
+        if target == folder or target.is_relative_to(folder):
+            raise UsageError(
+                f"{option} {path}: that is inside the installed kit's environment ({folder}); the kit writes nothing "
+                "there (it would change the corpus of every user of this environment and vanish on reinstall): "
+                "name a folder in your project"
+            )

@@ -4,7 +4,8 @@ One case per file; the case id is the path under ``fixtures/`` without
 ``.json``. A fixture carries its format version, id, description, the ops,
 features and levels it needs, its comparison policy, the program, one expected
 observation per step, and provenance. Loading validates against
-``fixtures/fixture.schema.json`` and then parses the program, so a broken
+``fixtures/fixture.schema.json`` (the folder's own copy, or the kit's when the
+folder has none) and then parses the program, so a broken
 fixture is reported as a fixture bug naming the file and the field.
 """
 
@@ -168,8 +169,13 @@ def _validators(schema_path: Path) -> tuple[Any, Any]:
 
 
 def schema_path(fixtures_dir: Path = FIXTURES_DIR) -> Path:
-    """Where the fixture JSON Schema lives."""
-    return fixtures_dir / SCHEMA_NAME
+    """The fixture JSON Schema a folder's fixtures are checked against: the folder's own, or the kit's when it has none.
+
+    A port's own regression folder, the folder ``fuzz --save`` writes and a subset copied
+    by hand usually hold no schema; their fixtures are in this kit's format.
+    """
+    own = fixtures_dir / SCHEMA_NAME
+    return own if own.exists() else FIXTURES_DIR / SCHEMA_NAME
 
 
 def validate_data(data: Any, source: str, schema: Optional[Path] = None) -> None:

@@ -26,17 +26,17 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
-import msgspec
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from .cases.case import Case
 from .compare import DEFAULT_PROFILE, Difference, compare_level
 from .diagnose import Diagnoser, diagnose_error
+from .errors import UsageError
 from .expected import Expected, bugs_of
 from .files import write_atomic
 from .fixture import FIXTURES_DIR, Fixture
@@ -45,6 +45,7 @@ from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .protocol import LEVELS
 from .runner import level_gaps
+from .shrink import shrink_program
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
 from .wire import to_json_ready
@@ -191,67 +192,35 @@ def minimize(
     *,
     diagnoser: Optional[Diagnoser] = None,
 ) -> Divergence:
-    """Delete steps hypothesis left in, then name the nodes n0, n1, ...: each change kept only if it still diverges.
+    """The divergence on the smallest, simplest program that still shows it (``conformance.shrink``), diagnosed.
 
-    hypothesis shrinks values and the number of steps drawn, but it cannot
-    delete a step from the middle of a program whose later steps name ids by
-    position; this pass can. A change is kept when the divergence stays at the
-    same level (or stays a fault), and does not become one of the ``known``
-    bugs (catalogue names): shrinking must not trade a new bug for a known one. ``diagnoser``
-    names the bugs (default: a new one; a fuzz run passes its own).
+    A change is kept when the divergence stays at the same level (or stays a fault),
+    keeps at least one of the likely bugs its diagnosis named (when it named any), and
+    does not become one of the ``known`` bugs (catalogue names): shrinking must not
+    trade a bug for another, least of all for a known one. ``diagnoser`` names the bugs
+    (default: a new one; a fuzz run passes its own).
     """
     diagnoser = diagnoser or Diagnoser()
     levels = tuple(LEVELS) if divergence.fault is None else ()
     known = frozenset(known)
     compared = result.levels if result is not None else tuple(LEVELS)
+    divergence = _with_diagnosis(divergence, diagnoser)
+    named = set(divergence.diagnosis)
 
     def still(program: Program) -> Optional[Divergence]:
         if result is not None:
             result.calls += 1
         found = examine(transport, program, levels, divergence.profile)
-        if found is None or found.level != divergence.level:
+        if found is None or found.level != divergence.level or (found.fault is None) != (divergence.fault is None):
             return None
-        if known and known_bugs(_with_diagnosis(found, diagnoser), known, compared, diagnoser=diagnoser):
+        found = _with_diagnosis(found, diagnoser)
+        if named and not named & set(found.diagnosis):
+            return None
+        if known and known_bugs(found, known, compared, diagnoser=diagnoser):
             return None
         return found
 
-    current = divergence
-    changed = True
-    while changed:
-        changed = False
-        for index in reversed(range(len(current.program))):
-            step = current.program[index]
-            rest = current.program[:index] + current.program[index + 1 :]
-            if step.id is not None and any(step.id in (*later.operands, later.output) for later in rest[index:]):
-                continue
-            if not any(later.op == "backward" for later in rest):
-                continue
-            found = still(rest)
-            if found is not None:
-                current, changed = found, True
-    renamed = _renamed(current.program)
-    if renamed != current.program:
-        found = still(renamed)
-        if found is not None:
-            current = found
-    return current
-
-
-def _renamed(program: Program) -> Program:
-    names: dict[str, str] = {}
-    steps = []
-    for step in program:
-        if step.id is not None:
-            names[step.id] = f"n{len(names)}"
-        steps.append(
-            msgspec.structs.replace(
-                step,
-                id=names.get(step.id) if step.id is not None else None,
-                operands=tuple(names[a] for a in step.operands),
-                output=names[step.output] if step.output is not None else None,
-            )
-        )
-    return tuple(steps)
+    return shrink_program(divergence.program, still) or divergence
 
 
 def signature(divergence: Divergence) -> tuple[Any, ...]:
@@ -329,12 +298,42 @@ def _with_diagnosis(divergence: Divergence, diagnoser: Diagnoser) -> Divergence:
     return replace(divergence, diagnosis=found)
 
 
+#: The URL schemes --database takes as a Redis server (redis-py's ``Redis.from_url``).
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def example_database(where: Union[Path, str, None]) -> Optional[ExampleDatabase]:
+    """The hypothesis example database ``where`` names: None, a folder, or a Redis URL (``redis://host:port/db``).
+
+    A Redis database lets the CI shards of a campaign on many machines share their examples.
+    Raises UsageError when ``where`` is a Redis URL but the ``redis`` package is missing or the
+    server cannot be reached.
+    """
+    if where is None:
+        return None
+    text = str(where)
+    if not text.startswith(REDIS_SCHEMES):
+        return DirectoryBasedExampleDatabase(text)
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        needs = "a Redis URL needs the redis package (pip install 'scalar-conformance[redis]')"
+        raise UsageError(f"--database {text}: {needs}") from None
+    client = redis.Redis.from_url(text)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        raise UsageError(f"--database {text}: cannot reach the Redis server: {error}") from None
+    return RedisExampleDatabase(client, key_prefix=b"conformance-fuzz:")
+
+
 def fuzz(
     transport: Transport,
     *,
     examples: int = 200,
     seed: int = 0,
-    database: Optional[Path] = None,
+    database: Union[Path, str, None] = None,
     max_steps: int = 24,
     levels: Optional[list[str]] = None,
     skip: Optional[list[str]] = None,
@@ -348,7 +347,7 @@ def fuzz(
     """Fuzz one adapter for up to ``examples`` programs; shrink the first divergence to a minimal program.
 
     Raises AdapterFault when the adapter cannot even start. ``database`` is a
-    hypothesis example database folder (shared by CI shards); None keeps none,
+    hypothesis example database folder or Redis URL (shared by CI shards, ``example_database``); None keeps none,
     so a run depends only on ``seed``. ``shrink=False`` stops at the first
     divergence as drawn (for measuring how soon one is found). ``exclude_ops``
     keeps those ops out of the programs drawn. ``keep_going`` does not stop at a
@@ -370,7 +369,7 @@ def fuzz(
 
     @settings(
         max_examples=examples,
-        database=DirectoryBasedExampleDatabase(str(database)) if database is not None else None,
+        database=example_database(database),
         deadline=None,
         derandomize=False,
         suppress_health_check=list(HealthCheck),
@@ -444,17 +443,39 @@ def _record_if_new(
     diagnoser: Diagnoser,
     known: Iterable[str] = (),
 ) -> None:
-    key = signature(divergence)
-    if key in seen:
+    """Record a divergence unless one recorded is the same after shrinking (``same_divergence``).
+
+    ``seen`` holds the signatures of the divergences as drawn, so a program like one
+    already shrunk is not shrunk again.
+    """
+    drawn = signature(divergence)
+    if drawn in seen:
         result.repeats += 1
         return
-    seen.add(key)
+    seen.add(drawn)
     if result.first_found_at is None:
         result.first_found_at = result.examples
     if shrink:
-        divergence = _with_diagnosis(minimize(transport, divergence, result, known, diagnoser=diagnoser), diagnoser)
-        seen.add(signature(divergence))
+        divergence = minimize(transport, divergence, result, known, diagnoser=diagnoser)
+    if any(same_divergence(divergence, other) for other in result.divergences):
+        result.repeats += 1
+        return
     result.divergences.append(divergence)
+
+
+def same_divergence(one: Divergence, other: Divergence) -> bool:
+    """Whether two shrunk divergences are one for keep_going: the same program, or the same signature.
+
+    Signatures agree when level and kind of first difference agree and the diagnoses
+    share a likely bug (or both name none): a program that one bug alone explains
+    and one that two bugs could explain are the same divergence.
+    """
+    if one.program == other.program:
+        return True
+    (level, named, kind), (level_2, named_2, kind_2) = signature(one), signature(other)
+    if level != level_2 or kind != kind_2:
+        return False
+    return bool(set(named) & set(named_2)) if named or named_2 else True
 
 
 def regression_id(program: Program) -> str:
@@ -476,7 +497,9 @@ def save_regression(
 
     case_path = cases_dir / f"{regression_id(program).split('/', 1)[1]}.json"
     write_atomic(case_path, regression_text(program))
-    case = load_case(case_path)
+    # A port's own folder is named as `conformance regen --cases` names it, so that regen re-derives the same text.
+    own = cases_dir.resolve() != REGRESSIONS_CASES_DIR.resolve()
+    case = load_case(case_path, f"{cases_dir.resolve().name}/{case_path.name}" if own else None)
     ((fixture_path, text),) = generate([case], fixtures_dir).items()
     write_atomic(fixture_path, text)
     return case, case_path, fixture_path

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional, Sequence
 
 import msgspec
 
@@ -26,6 +26,7 @@ from reference.ops import IEEE_EXACT_OPS
 
 from .bounds import LIBM_ULPS, derive_bounds
 from .cases.case import Case, CaseError
+from .errors import UsageError
 from .execute import run_program
 from .files import write_atomic
 from .fixture import (
@@ -34,6 +35,7 @@ from .fixture import (
     Fixture,
     FixtureBug,
     Mode,
+    fixture_ids,
     fixture_paths,
     fixture_text,
     record_paths,
@@ -49,12 +51,19 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 ROOT = CASES_DIR.parent.parent
 
 
-def load_toml_cases(path: Path) -> list[Case]:
-    """Read every ``[[case]]`` of one TOML case file."""
-    source = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+def load_toml_cases(path: Path, source: Optional[str] = None) -> list[Case]:
+    """Read every ``[[case]]`` of one TOML case file; ``source`` is how messages and provenance name it."""
+    if source is None:
+        source = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
     data = load_toml(path, CaseError, source)
+    other = sorted(set(data) - {"case"})
+    if other:
+        raise CaseError(f"{source}: unexpected table or key {other[0]!r} (a case file holds [[case]] tables only)")
+    tables = data.get("case", [])
+    if not isinstance(tables, list) or not all(isinstance(raw, dict) for raw in tables):
+        raise CaseError(f"{source}: 'case' must be an array of tables, written [[case]] (double brackets)")
     cases = []
-    for index, raw in enumerate(data.get("case", [])):
+    for index, raw in enumerate(tables):
         where = f"{source}: case {index}"
         if not isinstance(raw.get("id"), str) or not isinstance(raw.get("description"), str):
             raise CaseError(f"{where}: needs string fields 'id' and 'description'")
@@ -80,22 +89,64 @@ def load_toml_cases(path: Path) -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
-    from .cases import families, regressions, survivors
+    from .cases import families, principles, regressions, survivors
     from .cases import llm as llm_family
 
     cases: list[Case] = []
     for path in sorted(CASES_DIR.glob("*.toml")):
         cases.extend(load_toml_cases(path))
     cases.extend(families.cases())
+    cases.extend(principles.cases())
     cases.extend(regressions.cases())
     cases.extend(llm_family.cases())
     cases.extend(survivors.cases())
+    _check_ids(cases)
+    return cases
+
+
+def load_own_cases(folders: Sequence[Path]) -> list[Case]:
+    """A port's own cases: every TOML case file (the kit's format) and every program ``fuzz --save`` wrote, in folders.
+
+    Files are found at any depth, sorted; a file is named in messages and in its
+    fixture's provenance by the folder's name and its path under the folder, so the
+    generated text does not depend on where the folder lies or how it was spelt. Raises
+    UsageError for a folder that does not exist or holds no case file, CaseError for a
+    bad file, an id defined twice, or an id the kit's own corpus already has.
+    """
+    from .cases import regressions
+
+    cases: list[Case] = []
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"--cases {folder}: no such folder")
+        files = sorted(
+            path for pattern in ("*.toml", "*.json") for path in folder.rglob(pattern) if not path.name.startswith(".")
+        )
+        if not files:
+            raise UsageError(f"--cases {folder}: no case file (*.toml in the kit's case format, or *.json from fuzz --save)")
+        for path in files:
+            source = f"{folder.resolve().name}/{path.relative_to(folder).as_posix()}"
+            if path.suffix == ".toml":
+                found = load_toml_cases(path, source)
+                if not found:
+                    raise CaseError(f"{source}: no [[case]] table (docs/fixtures.md shows one)")
+                cases += found
+            else:
+                cases.append(regressions.load_case(path, source))
+    _check_ids(cases)
+    kit = fixture_ids(FIXTURES_DIR)
+    for case in cases:
+        if case.id in kit:
+            raise CaseError(f"{case.generator}: case id {case.id!r} is a case of the kit's corpus too; choose another id")
+    return cases
+
+
+def _check_ids(cases: list[Case]) -> None:
     seen: dict[str, str] = {}
     for case in cases:
         if case.id in seen:
             raise CaseError(f"case id {case.id!r} is defined twice: in {seen[case.id]} and in {case.generator}")
         seen[case.id] = case.generator
-    return cases
 
 
 def build_fixture(case: Case) -> Fixture:
@@ -146,11 +197,18 @@ def catches_sentence(bugs: Iterable[str]) -> str:
 
 
 def default_levels(program: Program, observations: list[Observation]) -> tuple[Level, ...]:
-    """The levels a case checks: values always, then whatever its steps exercise."""
+    """The levels a case checks: values always, then whatever its steps exercise.
+
+    A level is listed only where it compares something (``compare.compare_fields`` counts it): gradients
+    where a backward or zero_grad succeeds, errors where one fails. A failed creation is compared at
+    values, so it alone does not list errors; a backward that fails is compared at errors, so it alone
+    does not list gradients.
+    """
     levels = [Level.VALUES]
-    if any(step.op in ("backward", "zero_grad") for step in program):
+    passes = [(step, obs) for step, obs in zip(program, observations) if step.op in ("backward", "zero_grad")]
+    if any(obs.error is None for _, obs in passes):
         levels.append(Level.GRADIENTS)
-    if any(obs.error is not None for obs in observations):
+    if any(obs.error is not None for _, obs in passes):
         levels.append(Level.ERRORS)
     if any(obs.pass_ is not None for obs in observations):
         levels += [Level.TRACE, Level.ORDER]

@@ -9,8 +9,10 @@ The vocabulary (docs/contract.md section 1): an edge is (consumer, slot) -> oper
 
 Floats on the wire are JSON numbers, or the strings "inf", "-inf" and "nan"; ``-0``
 written as an integer is negative zero (docs/protocol.md, "Numbers"). The decoder reads a
-number written as any other string leniently, as that number; the schema is the strict
-form.
+finite number written as a string leniently, as that number; a non-finite float spelt
+any other way (``"Infinity"``, ``"NaN"``, Jackson's defaults) is an error naming the
+token, as the schema, the strict form, rejects it. A reply is decoded strictly first, so
+that check costs nothing on a reply without a string where a float goes.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import msgspec
+import msgspec.inspect
 
 from reference.errors import ERROR_KINDS as _ERROR_CLASSES
 
@@ -84,11 +87,26 @@ FEATURES = ("seed", "repeat")
 
 
 class ProtocolError(ValueError):
-    """A message that breaks the protocol; the text names the message, the field path and what was expected."""
+    """A message that breaks the protocol; the text names the message, the field path and what was expected.
+
+    ``data`` is the message as plain JSON data, when it is JSON (a hello's fields are then checked one by one).
+    """
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.data = data
 
 
 class NotJSON(ProtocolError):
-    """A line that is not JSON at all."""
+    """A line that is not JSON at all; ``position`` is the byte offset of the first bad byte, when known."""
+
+    def __init__(self, message: str, position: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class Misspelt(ProtocolError):
+    """A reply that writes a non-finite float in a spelling the protocol forbids (``"Infinity"``, ``"NaN"``)."""
 
 
 # -- observations ------------------------------------------------------------------
@@ -325,9 +343,13 @@ _LAX: dict[str, "msgspec.json.Decoder[Any]"] = {
     "hello": msgspec.json.Decoder(Hello, strict=False),
     "reply": msgspec.json.Decoder(Reply, strict=False),
 }
+#: A reply is decoded strictly first (no string where a float goes): only a reply that fails that, one with a
+#: non-finite float or a mistake, is decoded again leniently and its strings in float positions checked.
+_STRICT_REPLY: "msgspec.json.Decoder[Any]" = msgspec.json.Decoder(Reply)
 _TYPES: dict[str, Any] = {"hello": Hello, "reply": Reply}
 #: ``-0`` (or ``-0`` followed by a delimiter) written as an integer: msgspec would read it as +0.0.
 _INTEGER_NEGATIVE_ZERO = re.compile(rb"-0(?![.\deE])")
+_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
 def _decode(line: bytes, which: str) -> Any:
@@ -336,17 +358,84 @@ def _decode(line: bytes, which: str) -> Any:
         try:
             data = wire.loads(bytes(line).decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as error:
-            raise NotJSON(str(error)) from None
+            raise _not_json(line, str(error)) from None
+        if which == "reply":
+            try:
+                return msgspec.convert(data, Reply)
+            except msgspec.ValidationError:
+                pass  # a string where a float goes, or a mistake: the lenient reading says which
         try:
-            return msgspec.convert(data, _TYPES[which], strict=False)
+            message = msgspec.convert(data, _TYPES[which], strict=False)
         except msgspec.ValidationError as error:
             raise ProtocolError(_located(error)) from None
+        if which == "reply":
+            _check_spelling(data)
+        return message
+    if which == "reply":
+        try:
+            return _STRICT_REPLY.decode(line)
+        except msgspec.DecodeError:
+            pass  # not JSON, or a string where a float goes, or a mistake: the lenient reading says which
     try:
-        return _LAX[which].decode(line)
+        message = _LAX[which].decode(line)
     except msgspec.ValidationError as error:
-        raise ProtocolError(_located(error)) from None
+        # msgspec checks the type of a value before it reads it: "[main] INFO ..." is "Expected object, got array".
+        try:
+            data = msgspec.json.decode(line)
+        except msgspec.DecodeError as malformed:
+            raise _not_json(line, str(malformed)) from None
+        raise ProtocolError(_located(error), data) from None
     except msgspec.DecodeError as error:
-        raise NotJSON(str(error)) from None
+        raise _not_json(line, str(error)) from None
+    if which == "reply":
+        _check_spelling(msgspec.json.decode(line))
+    return message
+
+
+def _not_json(line: bytes, message: str) -> NotJSON:
+    """NotJSON for a line, with the offset of its first bad byte (msgspec's, which names it in bytes)."""
+    try:
+        msgspec.json.decode(line)
+    except msgspec.DecodeError as error:
+        found = _BYTE.search(str(error))
+        return NotJSON(str(error), int(found.group(1)) if found else None)
+    return NotJSON(message)
+
+
+def _check_spelling(data: Any) -> None:
+    """Raise Misspelt for the first string in a float position that names a non-finite float the wrong way."""
+    found = list(_misspelt(data, _REPLY_INFO, "$"))
+    if found:
+        path, token = found[0]
+        more = f" (and {len(found) - 1} more misspelt non-finite float(s))" if len(found) > 1 else ""
+        raise Misspelt(f"at {path}: {wire.spelling_problem(token)}{more}")
+
+
+_REPLY_INFO = msgspec.inspect.type_info(Reply)
+
+
+def _misspelt(data: Any, info: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(path, token) for every string in a float position of ``data`` that is a non-finite float misspelt."""
+    if isinstance(info, msgspec.inspect.FloatType):
+        if isinstance(data, str) and wire.misspelt_non_finite(data):
+            yield path, data
+    elif isinstance(info, msgspec.inspect.UnionType):
+        for option in info.types:
+            if isinstance(option, msgspec.inspect.StructType) and option.tag is not None:
+                if isinstance(data, dict) and data.get(option.tag_field or "") == option.tag:
+                    yield from _misspelt(data, option, path)
+            elif not isinstance(option, msgspec.inspect.NoneType):
+                yield from _misspelt(data, option, path)
+    elif isinstance(info, msgspec.inspect.StructType) and isinstance(data, dict):
+        for field in info.fields:
+            if field.encode_name in data:
+                yield from _misspelt(data[field.encode_name], field.type, f"{path}.{field.encode_name}")
+    elif isinstance(info, msgspec.inspect.ListType) and isinstance(data, list):
+        for index, item in enumerate(data):
+            yield from _misspelt(item, info.item_type, f"{path}[{index}]")
+    elif isinstance(info, msgspec.inspect.DictType) and isinstance(data, dict):
+        for key, value in data.items():
+            yield from _misspelt(value, info.value_type, f"{path}.{key}")
 
 
 def _located(error: msgspec.ValidationError) -> str:
@@ -362,6 +451,47 @@ def decode_hello(line: bytes) -> Hello:
     """The adapter's hello reply, or ProtocolError naming the field and what was expected."""
     hello: Hello = _decode(line, "hello")
     return hello
+
+
+def hello_fields(data: Any) -> tuple[dict[str, Any], list[str]]:
+    """A hello's fields converted one at a time: those that convert, and one problem for each that does not.
+
+    msgspec stops at the first bad field; this lists every one (a missing required field, a wrong type), so
+    that a porter sees all of them at once. Fields left out take their defaults; unknown fields are ignored.
+    """
+    if not isinstance(data, dict):
+        return {}, [f"the hello is a JSON {_json_type(data)}, not an object"]
+    problems = []
+    if data.get("type") != "hello":
+        problems.append(f"field 'type': expected 'hello', got {_short(data.get('type'))}")
+    fields: dict[str, Any] = {}
+    for info in msgspec.structs.fields(Hello):
+        if info.encode_name not in data:
+            if info.required:
+                problems.append(f"missing field {info.encode_name!r}")
+            else:
+                fields[info.name] = info.default_factory() if info.default is msgspec.NODEFAULT else info.default
+            continue
+        try:
+            fields[info.name] = msgspec.convert(data[info.encode_name], info.type, strict=False)
+        except msgspec.ValidationError as error:
+            located = _located(error)
+            if located.startswith("at $"):
+                problems.append(located.replace("$", f"$.{info.encode_name}", 1))
+            else:
+                problems.append(f"at $.{info.encode_name}: {located}")
+    return fields, problems
+
+
+def _json_type(data: Any) -> str:
+    return {list: "array", str: "string", type(None): "null", bool: "boolean", int: "number", float: "number"}.get(
+        type(data), type(data).__name__
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def hello_from_data(data: dict[str, Any]) -> Hello:

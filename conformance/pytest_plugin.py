@@ -21,23 +21,24 @@ answer's observations travel from the xdist workers with its result).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
-from .expected import ExpectedError, load_expected
-from .fixture import Fixture, FixtureBug, default_fixtures_dir, load_corpus
+from .corpora import KIT_WORD, fixture_dirs, load_corpora
+from .errors import UsageError
+from .expected import ExpectedError, check_cases, load_expected
+from .fixture import Fixture, FixtureBug
 from .launch import OpenedAdapter, open_adapter
-from .program import Program
-from .protocol import LEVELS, Observation, observations_from_data
+from .protocol import LEVELS
+from .pytest_gather import PROPERTY, Gatherer
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
-from .runner import AdapterRun, AdapterSession, Outcome, Result, select
-from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, Handshake
+from .runner import AdapterSession, Outcome, Result, select
+from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
-_PROPERTY = "conformance-results"
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ OPTIONS = (
     Option(
         "--conformance-fixtures",
         "conformance_fixtures",
-        "fixtures folder (default: the kit's corpus)",
-        "string",
+        "fixtures folder (repeatable; default: the kit's corpus, which the word `kit` names among others)",
+        "list",
         "DIR",
     ),
     Option("--conformance-registry", "conformance_registry", "adapter registry (for adapter names)", "string", "FILE"),
@@ -100,6 +101,36 @@ OPTIONS = (
         "string",
         "BOOL",
     ),
+    Option(
+        "--conformance-allow-nothing-compared",
+        "conformance_allow_nothing_compared",
+        "an adapter that compared nothing (no op or level of the selected cases declared) does not fail the session (true/false)",
+        "string",
+        "BOOL",
+    ),
+    Option(
+        "--conformance-build",
+        "conformance_build",
+        "a build command for the command, run once before the session (its time is not charged to the handshake)",
+        "string",
+        "CMD",
+    ),
+)
+
+#: Settings that are paths: given in an ini file they are relative to the ini file's folder, not the current one.
+PATH_OPTIONS = frozenset(
+    {
+        "--conformance-expected-failures",
+        "--conformance-fixtures",
+        "--conformance-registry",
+        "--conformance-json",
+        "--conformance-html",
+    }
+)
+#: What the plugin says when it has no adapter to run.
+NOT_CONFIGURED = (
+    "the conformance plugin has no adapter to run: give --conformance-command CMD or --conformance-adapter NAME, "
+    "or the ini key conformance_command / conformance_adapters"
 )
 
 
@@ -128,6 +159,7 @@ class _State:
     handshake_timeout: Optional[float]
     json_path: Optional[Path]
     html_path: Optional[Path] = None
+    allow_nothing_compared: bool = False
     engines: dict[str, _Engine] = field(default_factory=dict)
 
     def engine(self, adapter: AdapterConfig) -> _Engine:
@@ -161,9 +193,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def setting(config: pytest.Config, flag: str) -> Any:
-    """One setting: the command line, else the ini file, else empty (None or [])."""
+    """One setting: the command line, else the ini file, else empty (None or []).
+
+    A path (PATH_OPTIONS) from the command line is relative to the folder pytest was started in; one from the
+    ini file is relative to the ini file's folder, so ``cd engine && pytest`` reads the same files.
+    """
     option = next(o for o in OPTIONS if o.flag == flag)
     value = config.getoption(option.dest) or config.getini(option.ini)
+    if flag in PATH_OPTIONS and value:
+        base = config.invocation_params.dir if config.getoption(option.dest) else _ini_folder(config)
+        if option.kind == "list":  # the word that names the kit's corpus is no path
+            return [item if item == KIT_WORD else str(Path(base) / item) for item in value]
+        return str(Path(base) / str(value))
     if option.kind == "list":
         return list(value or [])
     if not value:
@@ -179,12 +220,36 @@ def setting(config: pytest.Config, flag: str) -> Any:
     return str(value)
 
 
+def _ini_folder(config: pytest.Config) -> Path:
+    """The folder of the ini file pytest read (the folder it was started in when it read none)."""
+    return config.inipath.parent if config.inipath is not None else config.invocation_params.dir
+
+
+def _given(config: pytest.Config) -> list[str]:
+    """The plugin's settings given on the command line or in the ini file, by their option names."""
+    return [o.flag for o in OPTIONS if config.getoption(o.dest) or config.getini(o.ini)]
+
+
+def _flag(config: pytest.Config, flag: str) -> bool:
+    """A true/false setting."""
+    return str(setting(config, flag) or "").lower() in ("1", "true", "yes")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Resolve the settings; stash them when conformance tests were asked for."""
+    """Resolve the settings; stash them when conformance tests were asked for.
+
+    A conformance setting without an adapter (say, only a fixtures folder) is a usage error naming what the
+    plugin needs; with no setting at all the plugin stays out of the way until the session collects nothing.
+    """
     names = setting(config, "--conformance-adapter")
     command = setting(config, "--conformance-command")
     if not names and not command:
+        given = _given(config)
+        if given:
+            ini = f" (ini file: {config.inipath})" if config.inipath else " (pytest found no ini file)"
+            raise pytest.UsageError(f"{NOT_CONFIGURED}; only {', '.join(given)} is set{ini}")
         return
+    worker = getattr(config, "workerinput", None) is not None
     registry_path = Path(setting(config, "--conformance-registry") or REGISTRY)
     adapters: list[AdapterConfig] = []
     try:
@@ -194,32 +259,58 @@ def pytest_configure(config: pytest.Config) -> None:
             adapters += registered(registry_path, names, "--conformance-adapter")
         if command:
             expected = setting(config, "--conformance-expected-failures")
-            adapter = ad_hoc(command, Path(expected) if expected else None)
+            # A command from the ini file runs in the ini file's folder, as its paths are read from there.
+            root = Path(config.invocation_params.dir) if config.getoption("conformance_command") else _ini_folder(config)
+            build = setting(config, "--conformance-build")
+            adapter = ad_hoc(
+                command, Path(expected) if expected else None, root=root, build=build, option="--conformance-command"
+            )
             if expected:
                 load_expected(adapter.expected_failures_path())  # a bad or missing file is a usage error, now
-            adapters.append(adapter)
+            if build and not worker:  # once, in the controlling process, before any adapter starts
+                failure = adapter.run_build()
+                if failure:
+                    raise pytest.UsageError(f"--conformance-build / conformance_build: {failure}")
+            adapters.append(replace(adapter, build=None))
+        elif setting(config, "--conformance-build"):
+            raise pytest.UsageError("--conformance-build is the build of --conformance-command: give the command too")
     except (RegistryError, ExpectedError) as error:
         raise pytest.UsageError(str(error)) from None
     levels = setting(config, "--conformance-level") or None
     for level in levels or []:
         if level not in LEVELS:
             raise pytest.UsageError(f"--conformance-level {level!r}: not a level (levels: {', '.join(LEVELS)})")
-    fixtures_dir = Path(setting(config, "--conformance-fixtures") or default_fixtures_dir())
+    fixtures_dirs = fixture_dirs(setting(config, "--conformance-fixtures"))
     try:
-        corpus = load_corpus(fixtures_dir)
+        corpus = load_corpora(fixtures_dirs)
     except FixtureBug as bug:
         raise pytest.UsageError(f"fixture bug: {bug}") from None
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
+    try:  # every case pattern of an expected-failures file must match a case of the corpus
+        for adapter in adapters:
+            check_cases(adapter.expected_failures_path(), {f.id for f in corpus})
+    except ExpectedError as error:
+        raise pytest.UsageError(str(error)) from None
     patterns = setting(config, "--conformance-case") or None
     fixtures = select(corpus, patterns, None)
-    allow_empty = str(setting(config, "--conformance-allow-empty") or "").lower() in ("1", "true", "yes")
-    if not fixtures and not allow_empty:
+    if not fixtures and not _flag(config, "--conformance-allow-empty"):
         from .commands.run import empty_selection_message
 
-        raise pytest.UsageError(empty_selection_message(fixtures_dir, len(corpus), patterns, None))
+        raise pytest.UsageError(
+            empty_selection_message(
+                fixtures_dirs,
+                len(corpus),
+                patterns,
+                None,
+                case_option="--conformance-case",
+                allow_option="--conformance-allow-empty",
+                fixtures_option="--conformance-fixtures",
+            )
+        )
     json_path = setting(config, "--conformance-json")
     html_path = setting(config, "--conformance-html")
     if html_path:
-        from .errors import UsageError
         from .html import check_target
 
         try:
@@ -234,9 +325,10 @@ def pytest_configure(config: pytest.Config) -> None:
         setting(config, "--conformance-handshake-timeout"),
         Path(json_path) if json_path else None,
         Path(html_path) if html_path else None,
+        _flag(config, "--conformance-allow-nothing-compared"),
     )
     config.stash[STATE] = state
-    config.pluginmanager.register(_Gatherer(state), "conformance-gatherer")
+    config.pluginmanager.register(Gatherer(state), "conformance-gatherer")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -255,6 +347,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash[STATE]
     pairs = [(adapter, fixture) for adapter in state.adapters for fixture in state.fixtures]
     metafunc.parametrize("conformance_case", pairs, ids=[f"{a.name}:{f.id}" for a, f in pairs])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A session that collected no test at all, with the plugin given no adapter, is a usage error saying what it needs.
+
+    Not a bare "no tests ran" (exit 5, which many CI setups accept): the usual cause is a conformance gate whose
+    settings pytest did not read (an ini file in another folder, or a misspelt key).
+    """
+    config = session.config
+    if STATE in config.stash or getattr(config, "workerinput", None) is not None:
+        return
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or session.testscollected:
+        return
+    if config.inipath is not None:
+        ini = f"pytest read the ini file {config.inipath}, which sets neither"
+    else:
+        ini = f"pytest found no ini file (pytest.ini, pyproject.toml, tox.ini or setup.cfg) in {config.rootpath} or above"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"conformance: error: {NOT_CONFIGURED}; {ini}", red=True)
+    session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -278,18 +391,20 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     down = engine.session.down
     hello = engine.session.hello
     gathered = [_result_data(r, state.html_path is not None) for r in results]
-    data = {"adapter": adapter.name, "results": gathered, "down": down.describe() if down else None}
+    data = {"adapter": adapter.name, "case": fixture.id, "results": gathered, "down": down.describe() if down else None}
     if hello is not None:
         data["hello"] = {
             "name": hello.name,
             "version": hello.version,
             "language": hello.language,
+            "ops": sorted(hello.ops),
+            "features": sorted(hello.features),
             "levels": sorted(hello.levels),
             "error_kinds": sorted(hello.error_kinds),
             "trace": hello.trace,
             "profile": hello.profile,
         }
-    request.node.user_properties.append((_PROPERTY, json.dumps(data)))
+    request.node.user_properties.append((PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {down.headline} (the adapter's diagnosis is in the summary)", pytrace=False)
     if all(r.outcome == Outcome.UNSUPPORTED for r in results):
@@ -322,120 +437,3 @@ def _result_data(result: Result, observations: bool) -> dict[str, Any]:
         data["observations"] = [observation.to_json() for observation in result.observations]
         data["stderr"] = result.stderr
     return data
-
-
-def _unreviewed(adapter: AdapterConfig) -> tuple[str, int]:
-    """The adapter's expected-failures file and how many of its entries are unreviewed drafts."""
-    path = adapter.expected_failures_path()
-    if path is None:
-        return "", 0
-    try:
-        entries = load_expected(path)
-    except ExpectedError:  # reported where the tests loaded it
-        return str(path), 0
-    return str(path), sum(entry.unreviewed for entry in entries)
-
-
-def _observations(data: dict[str, Any], programs: dict[str, Program]) -> Optional[tuple[Observation, ...]]:
-    """A gathered wrong answer's observations, decoded again (None when the result carries none)."""
-    raw = data.get("observations")
-    program = programs.get(data["case"])
-    if raw is None or program is None:
-        return None
-    return tuple(observations_from_data(raw, program))
-
-
-class _Gatherer:
-    """Gathers every conformance result in the controlling pytest process, also from xdist workers.
-
-    Registered as a plugin object by pytest_configure, so its state belongs to one pytest run.
-    """
-
-    def __init__(self, state: _State) -> None:
-        self.state = state
-        # Keyed by (adapter, case, level): every subtest's report carries its test's user properties again.
-        self.results: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.downs: dict[str, str] = {}
-        self.hellos: dict[str, dict[str, Any]] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Read the results a test attached to its report's user properties."""
-        if report.when != "call":
-            return
-        for name, value in report.user_properties:
-            if name == _PROPERTY:
-                data = json.loads(str(value))
-                for result in data["results"]:
-                    self.results[(result["adapter"], result["case"], result["level"])] = result
-                if data["down"]:
-                    self.downs[data["adapter"]] = data["down"]
-                if data.get("hello"):
-                    self.hellos[data["adapter"]] = data["hello"]
-
-    def runs(self) -> list[AdapterRun]:
-        """The gathered results as one AdapterRun per adapter."""
-        runs: dict[str, AdapterRun] = {}
-        programs = {fixture.id: fixture.program for fixture in self.state.fixtures}
-        for data in self.results.values():
-            run = runs.setdefault(data["adapter"], AdapterRun(data["adapter"]))
-            hello = self.hellos.get(data["adapter"])
-            if hello is not None and run.handshake is None:
-                run.handshake = Handshake(
-                    hello["name"],
-                    hello["version"],
-                    hello["language"],
-                    frozenset(),
-                    frozenset(hello["levels"]),
-                    error_kinds=frozenset(hello["error_kinds"]),
-                    trace=hello["trace"],
-                    profile=hello["profile"],
-                )
-            run.results.append(
-                Result(
-                    data["adapter"],
-                    data["case"],
-                    data["level"],
-                    data["outcome"],
-                    data.get("message", ""),
-                    tuple(data.get("diagnosis", ())),
-                    float(data.get("largest_share") or 0.0),
-                    data.get("reason", ""),
-                    _observations(data, programs),
-                    data.get("stderr", ""),
-                )
-            )
-        return list(runs.values())
-
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
-        if getattr(config, "workerinput", None) is not None:
-            return
-        from .report import matrix_text, warning_lines, write_json
-
-        runs = self.runs()
-        if not runs:
-            return
-        adapters = {adapter.name: adapter for adapter in self.state.adapters}
-        for run in runs:
-            if run.name in adapters:
-                run.expected_failures, run.unreviewed = _unreviewed(adapters[run.name])
-        terminalreporter.section("conformance")
-        for line in matrix_text(runs).splitlines():
-            terminalreporter.write_line(line)
-        for line in warning_lines(runs):
-            terminalreporter.write_line(line, yellow=True)
-        for diagnosis in self.downs.values():
-            terminalreporter.write_line("")
-            terminalreporter.write_line("ADAPTER DOWN " + diagnosis)
-        if self.state.json_path is not None:
-            write_json(runs, self.state.json_path)
-            terminalreporter.write_line(f"conformance JSON report: {self.state.json_path}")
-        if self.state.html_path is not None:
-            from .errors import UsageError
-            from .html import write_report
-
-            try:
-                write_report(runs, self.state.fixtures, self.state.html_path)
-                terminalreporter.write_line(f"conformance HTML report: {self.state.html_path}")
-            except UsageError as error:
-                terminalreporter.write_line(f"conformance: error: {error}", red=True)

@@ -87,6 +87,8 @@ class AdapterConfig:
     expected_failures: Optional[str] = None
     timeout: Optional[float] = None
     handshake_timeout: Optional[float] = None
+    ad_hoc: bool = False
+    """Given as a command, not registered: reports call it by its engine's name from hello."""
 
     @property
     def cwd(self) -> Path:
@@ -122,6 +124,8 @@ class AdapterConfig:
         """Why the build must run (no output yet, or an input newer than it), or None when it is current."""
         if not self.build:
             return None
+        if self.ad_hoc:
+            return "a build given with the command runs before every session"
         if not self.build_output:
             return "it declares no build_output, so it always builds"
         output = self.cwd / self.build_output
@@ -244,18 +248,34 @@ def _adapter(name: str, table: Any, root: Path, where: str) -> AdapterConfig:
     )
 
 
-def ad_hoc(command: str, expected_failures: Optional[Path] = None) -> AdapterConfig:
-    """An unregistered adapter given on the command line; relative paths resolve against the current folder.
+#: The name of an ad hoc adapter until its hello names the engine (``runner.engine_name``).
+AD_HOC = "command"
 
-    ``expected_failures`` is its expected-failures file, if one was given (resolved against the current folder).
+
+def ad_hoc(
+    command: str,
+    expected_failures: Optional[Path] = None,
+    *,
+    root: Optional[Path] = None,
+    build: Optional[str] = None,
+    option: str = "--command",
+) -> AdapterConfig:
+    """An unregistered adapter given on the command line; relative paths resolve against ``root`` (the current folder).
+
+    ``expected_failures`` is its expected-failures file, if one was given (resolved against ``root`` too);
+    ``build`` a command run in ``root`` before the first case, every session (it has no ``build_output``).
+    ``option`` names the option the command came from in an error.
     """
-    split_command(command, f"--command {command!r}")
+    folder = root or Path.cwd()
+    split_command(command, f"{option} {command!r}")
     return AdapterConfig(
-        name="command",
+        name=AD_HOC,
         command=command,
-        root=Path.cwd(),
+        root=folder,
         description=command,
-        expected_failures=str(expected_failures.resolve()) if expected_failures else None,
+        build=build,
+        expected_failures=str((folder / expected_failures).resolve()) if expected_failures else None,
+        ad_hoc=True,
     )
 
 

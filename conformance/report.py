@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from . import __version__
+from .coverage import closest_agreeing, coverage_json, coverage_line
 from .files import write_atomic
 from .fixture import FORMAT_VERSION
 from .protocol import LEVELS, PROTOCOL_VERSION
@@ -73,15 +74,16 @@ def matrix_text(runs: list[AdapterRun]) -> str:
             lines.append(f"{run.name}: unavailable: {run.reason}")
         elif run.handshake is not None:
             hello = run.handshake
-            at = run.largest_share_at
-            where = f" (at {at.case} [{at.level}])" if at is not None else ""
-            closest = f"{run.largest_share:.2g} of its bound{where}" if at is not None else "every float the same bits"
-            took = f"{run.seconds:.1f} s, " if run.seconds > 0 else ""
-            partial = f"declares less: {'; '.join(hello.partial())}; " if hello.partial() else ""
+            closest = closest_agreeing(run)
+            took = f"{run.seconds:.1f} s" if run.seconds > 0 else ""
+            partial = f"declares less: {'; '.join(hello.partial())}" if hello.partial() else ""
+            tail = ", ".join(part for part in (partial, took, f"closest agreeing float: {closest}" if closest else "") if part)
             lines.append(
-                f"{run.name}: {hello.name} {hello.version} ({hello.language}), profile {hello.profile}, "
-                f"{partial}{took}closest agreeing float: {closest}"
+                f"{run.name}: {hello.name} {hello.version} ({hello.language}), profile {hello.profile}"
+                + (f", {tail}" if tail else "")
             )
+        if run.available:
+            lines.append(f"{run.name}: {coverage_line(run)}")
     return "\n".join(lines)
 
 
@@ -127,8 +129,9 @@ def details_text(runs: list[AdapterRun]) -> str:
 
 
 def warning_lines(runs: list[AdapterRun]) -> list[str]:
-    """One line per adapter whose expected-failures file still has unreviewed drafts."""
-    return [f"WARNING {run.name}: {run.warning}" for run in runs if run.warning]
+    """One line per adapter whose expected-failures file has unreviewed drafts, one per adapter with sign-of-zero warnings."""
+    warnings = [(run.name, text) for run in runs for text in (run.warning, run.signed_zero_warning) if text]
+    return [f"WARNING {name}: {text}" for name, text in warnings]
 
 
 def summary_line(runs: list[AdapterRun]) -> str:
@@ -182,11 +185,14 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         entry["unreviewed_expected_failures"] = run.unreviewed
         if run.warning:
             entry["warning"] = run.warning
+        entry["signed_zero_warning"] = run.signed_zero_warning
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:
             entry["largest_share_at"] = {"case": run.largest_share_at.case, "level": run.largest_share_at.level}
         entry["levels"] = {level: {outcome: run.count(outcome, level) for outcome in COLUMNS} for level in LEVELS}
+        if run.available:
+            entry["coverage"] = coverage_json(run)
         adapters.append(entry)
     results = [r.to_json() for run in runs for r in run.results]
     return {**kit_json(), "adapters": adapters, "results": results, "summary": summary_line(runs)}
@@ -206,6 +212,8 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
         properties = ET.SubElement(suite, "properties")
         for key, value in kit_json().items():
             ET.SubElement(properties, "property", name=key, value=str(value))
+        if run.available:
+            ET.SubElement(properties, "property", name="coverage", value=coverage_line(run))
         suite.set("failures", str(run.count(Outcome.FAILED) + run.count(Outcome.XPASSED)))
         suite.set("errors", str(run.count(Outcome.ERROR) + (1 if down else 0)))
         skipped = (
@@ -230,6 +238,8 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
                 ET.SubElement(case, "skipped", message=f"{result.outcome}: {result.reason or result.message}")
             elif result.outcome == Outcome.NOT_RUN:
                 ET.SubElement(case, "skipped", message=result.message)
+        if run.available:
+            ET.SubElement(suite, "system-out").text = f"{run.name}: {coverage_line(run)}"
     ET.indent(suites)
     write_atomic(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
 
@@ -242,6 +252,9 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if not run.available:
             lines.append(f"| {run.name} | unavailable: {run.reason} |" + " |" * len(COLUMNS))
+    for run in runs:
+        if run.available:
+            lines.append(f"\n{run.name}: {coverage_line(run)}.")
     profiles = [f"{run.name} {run.handshake.profile}" for run in runs if run.handshake is not None]
     if profiles:
         lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_level
+from .compare import compare_fields
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
-from .expected import Expected, find, unreviewed_warning
+from .expected import Expected, find, passed_message, unreviewed_warning
 from .fixture import Fixture
 from .protocol import Level, Observation, Profile
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
@@ -46,6 +46,11 @@ class Outcome(StrEnum):
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 #: Outcomes that fail the gate.
 UNEXPECTED = (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED, Outcome.NOT_RUN)
+#: Why a level whose comparison checked no field is unsupported, not passed.
+NOTHING_TO_COMPARE = (
+    "nothing to compare: the case lists this level, but none of its steps has a field compared at it "
+    "(a fixture bug: regenerate the fixture)"
+)
 #: Timeouts or failed starts in a row, with no case answered in between, after which an adapter is given up on.
 MAX_UNRESPONSIVE = 3
 
@@ -70,6 +75,10 @@ class Result:
 
     Requests are sent ahead, so it may end with lines the adapter wrote for the cases after this one.
     """
+    compared: int = 0
+    """How many fields the comparison at this level compared (0: the adapter's answer was not compared)."""
+    signed_zero_warnings: tuple[str, ...] = ()
+    """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -80,6 +89,7 @@ class Result:
         if self.reason:
             data["reason"] = self.reason
         data["largest_share"] = self.largest_share
+        data["compared"] = self.compared
         if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -125,10 +135,39 @@ class AdapterRun:
         """How many results have this outcome (at this level)."""
         return sum(1 for r in self.results if r.outcome == outcome and (level is None or r.level == level))
 
+    def rename(self, name: str) -> None:
+        """Call the adapter ``name`` in the run and every result (an ad hoc command, once its hello named the engine).
+
+        A not-run result's message names the adapter that was given up on: it is renamed too.
+        """
+        self.name = name
+        old = self.down.headline if self.down is not None else None
+        if self.down is not None:
+            self.down.adapter = name
+
+        def renamed(result: Result) -> Result:
+            if old is None or self.down is None or result.outcome != Outcome.NOT_RUN:
+                return replace(result, adapter=name)
+            return replace(result, adapter=name, message=result.message.replace(old, self.down.headline))
+
+        self.results = [renamed(result) for result in self.results]
+
     @property
     def unexpected(self) -> list[Result]:
         """Results that fail the gate."""
         return [r for r in self.results if r.outcome in UNEXPECTED]
+
+    @property
+    def signed_zero_warning(self) -> Optional[str]:
+        """The warning every report shows when floats passed that differed only in the sign of zero, or None."""
+        found = [(r.case, text) for r in self.results for text in r.signed_zero_warnings]
+        if not found:
+            return None
+        cases = len({case for case, _ in found})
+        return (
+            f"{len(found)} float(s) in {cases} case(s) differ from the contract only in the sign of zero, not failed "
+            f"under this profile or bound (docs/contract.md, numbers.signed-zero); first: {found[0][0]} {found[0][1]}"
+        )
 
     @property
     def largest_share(self) -> float:
@@ -143,6 +182,25 @@ class AdapterRun:
         return best if best is not None and best.largest_share > 0 else None
 
 
+def engine_name(hello: Optional[Handshake], fallback: str, taken: Iterable[str]) -> str:
+    """What reports call an ad hoc ``--command`` adapter: its engine's name from hello, kept unique among ``taken``.
+
+    Without a hello (it never answered) it keeps ``fallback``; a name another adapter of the run has already
+    gets `` (command)``, then a number.
+    """
+    if hello is None or not hello.name.strip():
+        return fallback
+    taken = set(taken)
+    name = hello.name.strip()
+    if name in taken:
+        name = f"{name} ({fallback})"
+    number = 2
+    while name in taken:
+        name = f"{hello.name.strip()} ({fallback} {number})"
+        number += 1
+    return name
+
+
 def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     """Why the adapter cannot run this case at all, or None."""
     missing_ops = [op for op in fixture.ops if op not in hello.ops]
@@ -151,7 +209,8 @@ def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     missing_features = [f for f in fixture.features if f not in hello.features]
     if missing_features:
         return f"needs feature {', '.join(missing_features)}"
-    if "errors" in fixture.levels and "errors" not in hello.levels:
+    # Any expected error, a failed creation too (compared at values): an engine without typed errors cannot answer it.
+    if fixture.error_kinds and "errors" not in hello.levels:
         return "expects typed errors, and the adapter does not declare the errors level"
     return None
 
@@ -207,24 +266,34 @@ class AdapterDown:
     hint: str = ""
     not_run: int = 0
     refused: bool = False
-    """The adapter answered hello, and the hello was refused (a wrong version, an unknown value): no retry helps."""
+    """No new start would help (a refused hello, a command that cannot be executed): it was given up on at once."""
+    why: str = "its hello was refused"
+    """A refused adapter's verdict (``AdapterFault.final``): ``its hello was refused``, ``it cannot be started``."""
 
     @property
     def verdict(self) -> str:
-        """Why it was given up on, in a few words: ``unresponsive`` or ``its hello was refused``."""
-        return "its hello was refused" if self.refused else "unresponsive"
+        """Why it was given up on, in a few words: ``unresponsive``, or the refused adapter's ``why``."""
+        return self.why if self.refused else "unresponsive"
 
     @property
     def headline(self) -> str:
-        """The adapter and its verdict as a phrase: ``NAME is unresponsive`` or ``NAME's hello was refused``."""
-        return f"{self.adapter}'s hello was refused" if self.refused else f"{self.adapter} is unresponsive"
+        """The adapter and its verdict as a phrase: ``NAME is unresponsive``, ``NAME's hello was refused``."""
+        if not self.refused:
+            return f"{self.adapter} is unresponsive"
+        return f"{self.adapter}'s {self.why[4:]}" if self.why.startswith("its ") else f"{self.adapter} {self.why[3:]}"
 
     def describe(self) -> str:
         """The adapter-level diagnosis: what happened, after how long, what it usually means, the stderr tail."""
         if self.refused:
             lines = [
-                f"{self.adapter}: its hello was refused, so nothing was run on it; {self.not_run} (case, level) "
-                "result(s) were not run. A hello does not change between starts, so it was not started again.",
+                f"{self.adapter}: {self.why}, so nothing was run on it; {self.not_run} (case, level) result(s) were not "
+                "run. "
+                + (
+                    "A hello does not change between starts"
+                    if self.why == "its hello was refused"
+                    else "A new start would fail the same way"
+                )
+                + ", so it was not started again.",
                 f"  {self.message}",
             ]
         else:
@@ -365,9 +434,9 @@ class AdapterSession:
 
     def _fault(self, fault: AdapterFault) -> None:
         self._faulted = True
-        if fault.kind == "hello":
+        if fault.final:  # a refused hello, a command that cannot be executed: no new start would help
             elapsed = time.monotonic() - self._attempt_started
-            self.down = AdapterDown(self.name, fault.message, 1, elapsed, fault.stderr, fault.hint, refused=True)
+            self.down = AdapterDown(self.name, fault.message, 1, elapsed, fault.stderr, fault.hint, refused=True, why=fault.final)
             return
         if fault.kind not in ("timeout", "start"):
             self._streak = 0
@@ -472,18 +541,46 @@ def run_case(
     results = []
     stderr_tail = getattr(transport, "stderr_tail", None)
     for level in levels:
-        differences, share = compare_level(fixture, observations, level, profile=hello.profile, edges=edges)
+        comparison = compare_fields(fixture, observations, level, profile=hello.profile, edges=edges)
+        differences, share = comparison.differences, comparison.largest_share
+        if not differences and not comparison.compared:
+            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise).
+            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, NOTHING_TO_COMPARE))
+            continue
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
             stderr = stderr_tail() if callable(stderr_tail) else ""
-            outcome = Result(name, fixture.id, level, Outcome.FAILED, message, diagnosis, share, "", tuple(observations), stderr)
+            outcome = Result(
+                name,
+                fixture.id,
+                level,
+                Outcome.FAILED,
+                message,
+                diagnosis,
+                share,
+                "",
+                tuple(observations),
+                stderr,
+                comparison.compared,
+            )
         else:
-            outcome = Result(name, fixture.id, level, Outcome.PASSED, largest_share=share)
-        results.append(_apply_expected(outcome, expected))
-    return unsupported + results
+            signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)
+            outcome = Result(
+                name,
+                fixture.id,
+                level,
+                Outcome.PASSED,
+                largest_share=share,
+                compared=comparison.compared,
+                signed_zero_warnings=signed,
+            )
+        results.append(outcome)
+    failing = [r.level for r in results if r.outcome == Outcome.FAILED]
+    passing = [r.level for r in results if r.outcome == Outcome.PASSED]
+    return unsupported + [_apply_expected(result, expected, failing, passing) for result in results]
 
 
 def reads_records(levels: Iterable[str]) -> bool:
@@ -499,29 +596,18 @@ def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, ex
     ]
 
 
-def _apply_expected(result: Result, expected: list[Expected]) -> Result:
+def _apply_expected(result: Result, expected: list[Expected], failing: Sequence[str] = (), passing: Sequence[str] = ()) -> Result:
+    """The result against the expected failures; ``failing``, ``passing``: the levels of its case that did so."""
     entry = find(expected, result.case, result.level)
     if entry is None:
         return result
     if result.outcome in (Outcome.FAILED, Outcome.ERROR):
-        return Result(
-            result.adapter,
-            result.case,
-            result.level,
-            Outcome.XFAILED,
-            result.message,
-            result.diagnosis,
-            result.largest_share,
-            entry.reason,
-            result.observations,
-            result.stderr,
-        )
+        return replace(result, outcome=Outcome.XFAILED, reason=entry.reason)
     if result.outcome == Outcome.PASSED:
-        message = (
-            f"listed as an expected failure ({entry.reason!r}, pattern {entry.case!r} level {entry.level!r}) "
-            "but passed: remove the stale entry"
+        message = passed_message(expected, entry, result.case, result.level, failing, passing)
+        return Result(
+            result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason, compared=result.compared
         )
-        return Result(result.adapter, result.case, result.level, Outcome.XPASSED, message, reason=entry.reason)
     return result
 
 

@@ -5,12 +5,19 @@ raised while running a case into a protocol ``error`` reply, so one bad case
 never takes the adapter down. The python adapter, the micrograd and torch
 adapters and the catalogue of broken engines all use it; each supplies only
 its engine description and a function from a program to observations.
+
+The protocol stream is kept safe by default: ``serve`` writes its replies to a
+private copy of the process's stdout and points file descriptor 1 and
+``sys.stdout`` at stderr, so whatever the engine or a library prints (a
+``print()``, a C extension's ``printf``) shows on stderr instead of corrupting
+the harness's replies.
 """
 
 from __future__ import annotations
 
 import inspect
 import operator
+import os
 import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
@@ -44,9 +51,11 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
     """Answer protocol requests until shutdown or end of input; returns the exit status.
 
     ``hello`` holds the handshake fields ``engine``, ``ops``, ``levels``, ``features`` and, optionally, ``profile``.
+    Without an explicit ``stdout``, the replies go to the real stdout and everything else printed to it goes to
+    stderr (``protect_stdout``).
     """
     stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
+    stdout = stdout or protect_stdout()
     takes_records = _takes_records(run_case)
 
     def reply(message: dict[str, Any]) -> None:
@@ -96,6 +105,21 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
         else:
             print(f"adapter: unknown request type {kind!r}", file=sys.stderr)
     return 0
+
+
+def protect_stdout() -> TextIO:
+    """A text stream on a private copy of stdout, for the protocol; fd 1 and ``sys.stdout`` then go to stderr.
+
+    ``print()`` writes to ``sys.stdout`` and native code writes to file descriptor 1: both now reach stderr,
+    which the harness shows, and only what is written to the returned stream reaches the harness. ``serve``
+    calls it itself; an adapter whose engine prints when imported calls it first and hands the stream to
+    ``serve(..., stdout=stream)``.
+    """
+    sys.stdout.flush()
+    protocol = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(protocol, "w", encoding="utf-8", newline="\n")
 
 
 def _takes_records(run_case: RunCase) -> bool:

@@ -5,8 +5,12 @@ every fault it can show: a crash, a hang (a short handshake timeout and a
 per-case timeout), an adapter that stops reading its input, a line that is not
 JSON or not the expected message, an oversized line, a wrong protocol version,
 an exit before the handshake, an exit while a process it started still holds
-stdout open. A fault is raised as ``AdapterFault`` carrying its kind, a clear
-message (with what it usually means) and the tail of the adapter's stderr.
+stdout open, a closed stdout, a command that cannot be executed. A fault is
+raised as ``AdapterFault`` carrying its kind, a clear message (with what it
+usually means) and an excerpt of the adapter's stderr; the messages and hints
+are made in ``conformance.faults``, the hello is checked in ``conformance.handshake``
+(both re-exported here). What a hint says may depend on what the transport has
+seen: how many cases the adapter answered, and how many steps the case has.
 
 The adapter runs in a process group of its own, and every kill ends the whole
 group, so a hung adapter and any children it spawned never outlive the fault
@@ -25,34 +29,45 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .execute import run_program
+from .faults import (
+    CLOSED_HINT,
+    FAULT_KINDS,
+    FLUSH_HINT,
+    LARGE_STEPS,
+    MISSPELT_HINT,
+    AdapterFault,
+    StderrLog,
+    escaped,
+    exit_hint,
+    exited,
+    not_json,
+    quote,
+    spawn_fault,
+)
+from .handshake import Handshake
 from .program import DECLARABLE_OPS, Program, program_size
 from .protocol import (
-    ERROR_KINDS,
     FEATURES,
     LEVELS,
     MAX_LINE_BYTES,
-    PROTOCOL_VERSION,
     AdapterErrorReply,
     Hello,
-    Level,
+    Misspelt,
     NotJSON,
     Observation,
-    Profile,
     ProtocolError,
-    TraceKind,
     decode_hello,
     decode_reply,
-    hello_from_data,
     hello_request,
     run_request,
     shutdown_request,
-    version_mismatch,
 )
+
+__all__ = ["FAULT_KINDS", "AdapterFault", "Handshake", "InProcessTransport", "SubprocessTransport", "Transport"]
 
 T = TypeVar("T")
 #: Seconds an adapter has to answer hello. Starting a process takes milliseconds; an adapter that has not
@@ -77,117 +92,10 @@ PIPE_BYTES = 1 << 20
 #: Seconds to wait for the rest of stdout after the adapter process itself exited.
 _EXIT_GRACE = 0.3
 
-#: Fault kinds: an unresponsive adapter (``timeout``, ``start``) is given up on after a few in a row.
-FAULT_KINDS = ("start", "timeout", "hello", "exit", "garbage", "protocol", "oversized", "error-reply")
-
-_FLUSH_HINT = (
-    "did the adapter flush stdout after each reply? (a reply still in an output buffer, or a read of stdin that waits "
-    "for end of input instead of one line, looks exactly like this)"
-)
-
 
 def case_timeout(base: float, program: Program) -> float:
     """The seconds one case may take: ``base`` plus a whole second per MIN_STEPS_PER_SECOND steps of the program."""
     return base + program_size(program) // MIN_STEPS_PER_SECOND
-
-
-class AdapterFault(Exception):
-    """The adapter broke the protocol or crashed; ``stderr`` is the tail of its log.
-
-    ``kind`` is one of FAULT_KINDS; ``hint`` says what the fault usually means, when that is known.
-    """
-
-    def __init__(self, message: str, stderr: str = "", kind: str = "protocol", hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.stderr = stderr
-        self.kind = kind
-        self.hint = hint
-
-    def with_stderr(self, stderr: str) -> "AdapterFault":
-        """The same fault with the stderr tail read after the adapter was stopped."""
-        return AdapterFault(self.message, stderr, self.kind, self.hint)
-
-    def __str__(self) -> str:
-        text = self.message + (f"\n  hint: {self.hint}" if self.hint else "")
-        if not self.stderr.strip():
-            return text + "\n  adapter stderr: (empty)" if self.kind in ("timeout", "start", "exit") else text
-        tail = "\n".join("    " + line for line in self.stderr.rstrip().splitlines()[-15:])
-        return f"{text}\n  adapter stderr (last lines):\n{tail}"
-
-
-@dataclass(frozen=True)
-class Handshake:
-    """What the adapter said about itself in its hello."""
-
-    name: str
-    version: str
-    language: str
-    ops: frozenset[str]
-    levels: frozenset[Level]
-    features: frozenset[str] = field(default_factory=frozenset)
-    error_kinds: frozenset[str] = frozenset(ERROR_KINDS)
-    """The error kinds the engine reports (hello's optional ``error_kinds``; default every kind)."""
-    trace: TraceKind = TraceKind.FULL
-    """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
-    profile: Profile = Profile.CONTRACT
-    """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
-
-    def partial(self) -> list[str]:
-        """What the adapter declared less than in full, one phrase each (empty when nothing)."""
-        found = []
-        missing = [kind for kind in ERROR_KINDS if kind not in self.error_kinds]
-        if missing:
-            found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
-        if self.trace == "nodes" and "trace" in self.levels:
-            found.append("trace: nodes only")
-        return found
-
-    @staticmethod
-    def parse(message: Hello | dict[str, Any]) -> "Handshake":
-        """Check a hello reply (decoded, or as plain data); raise AdapterFault naming the first thing wrong with it."""
-        if isinstance(message, dict):
-            try:
-                message = hello_from_data(message)
-            except ProtocolError as error:
-                raise AdapterFault(f"hello: {error}") from None
-        if message.protocol != PROTOCOL_VERSION:
-            raise AdapterFault(version_mismatch(message.protocol))
-        sets: dict[str, frozenset[str]] = {}
-        for key, raw, allowed in (
-            ("ops", message.ops, DECLARABLE_OPS),
-            ("levels", message.levels, tuple(LEVELS)),
-            ("features", message.features, FEATURES),
-            ("error_kinds", ERROR_KINDS if message.error_kinds is None else message.error_kinds, ERROR_KINDS),
-        ):
-            unknown = sorted(set(raw) - set(allowed))
-            if unknown:
-                raise AdapterFault(f"hello: field {key!r}: unknown {unknown[0]!r} (known: {', '.join(allowed)})")
-            sets[key] = frozenset(raw)
-        if message.trace not in tuple(TraceKind):
-            choices = ", ".join(repr(kind.value) for kind in TraceKind)
-            raise AdapterFault(f"hello: field 'trace': {_clip(message.trace)} is not one of {choices}")
-        trace = TraceKind(message.trace)
-        if trace is TraceKind.NODES and "order" in sets["levels"]:
-            raise AdapterFault(
-                "hello: field 'trace': 'nodes' cannot be declared with the order level, which compares the edge "
-                "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
-            )
-        if message.profile not in tuple(Profile):
-            choices = ", ".join(repr(profile.value) for profile in Profile)
-            raise AdapterFault(f"hello: field 'profile': {_clip(message.profile)} is not one of {choices}")
-        engine = message.engine
-        return Handshake(
-            engine.name,
-            engine.version,
-            engine.language,
-            sets["ops"],
-            frozenset(Level(level) for level in sets["levels"]),
-            sets["features"],
-            sets["error_kinds"],
-            trace,
-            Profile(message.profile),
-        )
 
 
 class Transport(Protocol):
@@ -242,7 +150,7 @@ class SubprocessTransport:
         self.max_line = max_line
         self.process: Optional[subprocess.Popen[bytes]] = None
         self.hello: Optional[Handshake] = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self._stderr = StderrLog()
         self._buffer = bytearray()
         self._drain: Optional[threading.Thread] = None
         self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
@@ -253,12 +161,15 @@ class SubprocessTransport:
         self.restarts = 0
         self.sent_ahead = 0
         """How many run requests were sent before their turn (``send_ahead``)."""
+        self.answered = 0
+        """How many cases the adapter has answered, over every start: a timeout after some is not a missing flush."""
+        self._steps = 0  # the steps of the case being read (0 during the handshake), for what a fault usually means
 
     # -- process lifecycle ------------------------------------------------------
 
     def _spawn(self) -> None:
         """Start the process and send hello; ``_greet`` reads the answer."""
-        self._stderr = collections.deque(maxlen=200)
+        self._stderr = StderrLog()
         self._buffer = bytearray()
         self._outbox = collections.deque()
         try:
@@ -275,7 +186,7 @@ class SubprocessTransport:
                 start_new_session=True,
             )
         except OSError as error:
-            raise AdapterFault(f"cannot start adapter {shlex.join(self.argv)}: {error.strerror or error}", kind="start") from None
+            raise spawn_fault(self.argv, self.cwd, error) from None
         assert self.process.stdin is not None and self.process.stdout is not None
         os.set_blocking(self.process.stdin.fileno(), False)
         for pipe in (self.process.stdin, self.process.stdout):
@@ -289,22 +200,30 @@ class SubprocessTransport:
         """The hello of the process ``_spawn`` started, read within ``timeout`` seconds from now."""
         self._greeting = False
         line = self._read_line(time.monotonic() + timeout, timeout, "the handshake")
+        message: Hello | dict[str, Any]
         try:
-            return Handshake.parse(self._decoded(line, "the handshake", decode_hello))
+            message = decode_hello(line)
+        except NotJSON as error:
+            raise self._not_json_fault(line, "the handshake", error) from None
+        except ProtocolError as error:  # JSON, but not a hello: check it field by field, to name every problem
+            if not isinstance(error.data, dict):
+                raise AdapterFault(f"hello: {error}", kind="hello") from None
+            message = error.data
+        try:
+            return Handshake.parse(message)
         except AdapterFault as fault:  # the adapter answered, and its answer is refused: no start will change it
-            if fault.kind == "garbage":
-                raise
-            message = fault.message if fault.message.startswith(("hello", "wrong protocol")) else f"hello: {fault.message}"
-            raise AdapterFault(message, kind="hello") from None
+            text = fault.message if fault.message.startswith(("hello", "wrong protocol")) else f"hello: {fault.message}"
+            raise AdapterFault(text, kind="hello") from None
 
     def _drain_stderr(self, process: "subprocess.Popen[bytes]") -> None:
         assert process.stderr is not None
+        log = self._stderr
         for raw in iter(process.stderr.readline, b""):
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+            log.add(raw)
 
     def stderr_tail(self) -> str:
-        """The last lines the adapter wrote to stderr."""
-        return "\n".join(self._stderr)
+        """The last lines the adapter wrote to stderr (escaped), after the first line of an exception or panic."""
+        return self._stderr.excerpt()
 
     def launch(self) -> None:
         """Start the adapter and send hello without waiting for the answer, which ``handshake`` reads.
@@ -319,36 +238,63 @@ class SubprocessTransport:
                 self._kill()
 
     def handshake(self) -> Handshake:
-        """Start the adapter (if it is not running, or only launched) and return its hello."""
+        """Start the adapter (if it is not running, or only launched) and return its hello.
+
+        A line that is not JSON before the hello (a library's log line on stdout) may be a one-off: the
+        adapter is started once more, and only a second such line is final.
+        """
         if self._greeting or self.process is None or self.process.poll() is not None or self.hello is None:
+            self._steps = 0
             if not self._greeting:  # launched, its hello not read yet: read it (also if it has exited since)
                 self._kill()
-            try:
-                if not self._greeting:
-                    self._spawn()
-                self.hello = self._greet(self.start_timeout)
-            except AdapterFault as fault:
-                self._kill()  # first, so that everything the adapter logged has been read
-                # Any fault before a hello is a failed start; a hello that came and was refused stays "hello".
-                kind = fault.kind if fault.kind in ("timeout", "hello") else "start"
-                raise AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint) from None
+            for attempt in (1, 2):
+                try:
+                    if not self._greeting:
+                        self._spawn()
+                    self.hello = self._greet(self.start_timeout)
+                    break
+                except AdapterFault as fault:
+                    self._kill()  # first, so that everything the adapter logged has been read
+                    if fault.kind == "garbage" and attempt == 1:
+                        continue
+                    raise self._start_fault(fault) from None
+        assert self.hello is not None
         return self.hello
+
+    def _start_fault(self, fault: AdapterFault) -> AdapterFault:
+        """A fault before a hello, as a failed start; a hello that came and was refused stays ``hello``."""
+        if fault.kind == "garbage":
+            return AdapterFault(
+                f"{fault.message}; it came before the hello in two starts in a row, so the adapter was not started again",
+                self.stderr_tail(),
+                "garbage",
+                fault.hint,
+                final="it writes text to stdout before its hello",
+            )
+        if fault.kind == "closed":  # the same at every start: a closed stdout is no slow or flaky start
+            return AdapterFault(fault.message, self.stderr_tail(), "closed", fault.hint, final="it closes its stdout")
+        kind = fault.kind if fault.kind in ("timeout", "hello", "spawn") else "start"
+        return AdapterFault(fault.message, self.stderr_tail(), kind, fault.hint, fault.final)
 
     def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Send one run request and return its observations; any fault restarts the adapter."""
         self.handshake()
-        limit = case_timeout(self.timeout, program) if timeout is None else timeout
+        steps = program_size(program)
+        limit = self.timeout + steps // MIN_STEPS_PER_SECOND if timeout is None else timeout  # case_timeout's sum
         deadline = time.monotonic() + limit
         if self._ahead and self._ahead[0] != case:
             self._kill()  # the replies to requests sent ahead would come first: start afresh
             self.handshake()
+        self._steps = steps
         try:
             if self._ahead:
                 self._ahead_count[self._ahead.popleft()] -= 1  # sent already: the adapter may have answered it by now
             else:
                 self._post(run_request(case, program, records), f"case {case}")
             line = self._read_line(deadline, limit, f"case {case}")
-            return self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
+            observations = self._decoded(line, f"case {case}", lambda raw: decode_reply(raw, case, program))
+            self.answered += 1
+            return observations
         except AdapterFault as fault:
             self._kill()  # first, so that everything the adapter logged has been read
             self.restarts += 1
@@ -454,7 +400,7 @@ class SubprocessTransport:
                 if remaining <= 0:
                     raise self._unread_fault(timeout, during)
                 if not selector.select(min(remaining, 0.2)):
-                    self._raise_if_exited(during)
+                    self._raise_ifexited(during)
                     continue
                 self._write_some()
 
@@ -467,40 +413,52 @@ class SubprocessTransport:
             hint="does the adapter read stdin one line at a time, and answer each request before the next?",
         )
 
-    def _exit_message(self, during: str) -> str:
+    def _exit_fault(self, during: str) -> AdapterFault:
+        """The fault for the end of stdout: an exit (its status, or the signal that killed it), or a closed stdout."""
         assert self.process is not None
+        hint, kind = "", "exit"
         try:
             code = self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            return f"the adapter closed its input during {during}"
-        return f"the adapter exited with status {code} during {during}"
+            message = (
+                f"the adapter closed its stdout during {during} and is still running, so nothing it writes can reach the harness"
+            )
+            hint, kind = CLOSED_HINT, "closed"
+        else:
+            message = exited(code, during)
+            hint = exit_hint(code, self._steps)
+        if self._buffer:
+            message += f" (it wrote a partial line, with no newline: {quote(self._buffer)})"
+            hint = (hint + "; " if hint else "") + "every message must end with a newline"
+        return AdapterFault(message, self.stderr_tail(), kind=kind, hint=hint)
 
-    def _raise_if_exited(self, during: str) -> None:
+    def _raise_ifexited(self, during: str) -> None:
         """A fault when the adapter process is gone although a child of it still holds the pipes open."""
         assert self.process is not None
         code = self.process.poll()
         if code is not None:
             raise AdapterFault(
-                f"the adapter exited with status {code} during {during}, and a process it started still holds its "
+                f"{exited(code, during)}, and a process it started still holds its "
                 "stdout open (the harness ended that process group)",
                 self.stderr_tail(),
                 kind="exit",
                 hint="an adapter script that starts the engine in the background (or forks) must wait for it",
             )
 
+    def _not_json_fault(self, line: bytes, during: str, error: NotJSON) -> AdapterFault:
+        message, hint = not_json(line, during, error.position, str(error))
+        return AdapterFault(message, self.stderr_tail(), kind="garbage", hint=hint)
+
     def _decoded(self, line: bytes, during: str, decode: Callable[[bytes], T]) -> T:
         """The message a reply line holds, or the fault that says what is wrong with it and where."""
         try:
             return decode(line)
         except NotJSON as error:
-            raise AdapterFault(
-                f"garbage on stdout during {during}: {_clip(line)} is not JSON ({error})",
-                self.stderr_tail(),
-                kind="garbage",
-                hint="stdout carries protocol messages only; logs and prints go to stderr",
-            ) from None
+            raise self._not_json_fault(line, during, error) from None
         except AdapterErrorReply as reply:
-            raise AdapterFault(f"the adapter could not run the case: {reply}", kind="error-reply") from None
+            raise AdapterFault(f"the adapter could not run the case: {escaped(str(reply))}", kind="error-reply") from None
+        except Misspelt as error:
+            raise AdapterFault(f"{during}: the reply breaks the protocol: {error}", hint=MISSPELT_HINT) from None
         except ProtocolError as error:
             raise AdapterFault(f"{during}: the reply breaks the protocol: {error}") from None
 
@@ -536,7 +494,7 @@ class SubprocessTransport:
                     if self.process.poll() is not None:
                         exited_at = exited_at or now
                         if now - exited_at >= _EXIT_GRACE:
-                            self._raise_if_exited(during)
+                            self._raise_ifexited(during)
                     continue
                 if any(key.fd == stdin for key, _ in events):
                     self._write_some()
@@ -544,8 +502,7 @@ class SubprocessTransport:
                     continue
                 chunk = os.read(stdout, 1 << 20)
                 if not chunk:
-                    partial = f" (it wrote a partial line: {_clip(self._buffer)})" if self._buffer else ""
-                    raise AdapterFault(self._exit_message(during) + partial, self.stderr_tail(), kind="exit")
+                    raise self._exit_fault(during)
                 self._buffer += chunk
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
@@ -555,11 +512,31 @@ class SubprocessTransport:
 
     def _timeout_fault(self, timeout: float, during: str) -> AdapterFault:
         if self._buffer:
-            wrote = f"it wrote a partial line with no newline: {_clip(self._buffer)}"
+            wrote = f"it wrote a partial line with no newline: {quote(self._buffer)}"
             hint = "each reply must end with a newline, and stdout must be flushed after it"
+        elif during == "the handshake":
+            wrote = "it wrote nothing to stdout"
+            slow = (
+                f"a start slower than {timeout:g} s (a JVM, a `cargo run` that compiles first) needs a longer "
+                "--handshake-timeout SECONDS (pytest: --conformance-handshake-timeout; registry: handshake_timeout), "
+                "or build it first (`--build CMD`) and run the built program"
+            )
+            hint = slow if self.answered else f"{FLUSH_HINT}; or {slow}"
+        elif self.answered:
+            wrote = "it wrote nothing to stdout"
+            hint = (
+                f"the adapter answered {self.answered} case(s), this one took over its budget of {timeout:g} s: it is slow "
+                "here rather than stuck on an unflushed reply"
+            )
+            if self._steps >= LARGE_STEPS:
+                hint += (
+                    f"; for a case of {self._steps} steps, an exponential walk is the usual cause: a zero_grad or backward "
+                    "without a visited set walks a shared subgraph once per path to it"
+                )
+            hint += " (if it is only slow, give it longer with --timeout)"
         else:
             wrote = "it wrote nothing to stdout"
-            hint = _FLUSH_HINT
+            hint = FLUSH_HINT
         return AdapterFault(
             f"timed out after {timeout:g} s waiting for the adapter during {during}; {wrote}",
             self.stderr_tail(),
@@ -575,8 +552,3 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (AttributeError, OSError):  # not Linux, or above the system's pipe-max-size: the default stays
         pass
-
-
-def _clip(value: Any, limit: int = 200) -> str:
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else repr(value)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"

@@ -41,6 +41,34 @@ def decode_float(raw: Any, where: str) -> float:
     raise WireError(f'{where}: expected a number or one of "inf", "-inf", "nan", got {json.dumps(raw)}')
 
 
+def misspelt_non_finite(text: str) -> bool:
+    """Whether a string where a float goes names inf or nan in a spelling other than the wire's ("Infinity", "NaN")."""
+    if text in NON_FINITE:
+        return False
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def wire_word(token: str) -> str:
+    """The wire's spelling of the non-finite float a token names: "inf", "-inf" or "nan"."""
+    bare = token.strip().strip('"').lower()
+    if "nan" in bare:
+        return "nan"
+    return "-inf" if bare.startswith("-") else "inf"
+
+
+def spelling_problem(token: str, bare: bool = False) -> str:
+    """What is wrong with a non-finite float written as ``token``: a JSON string's content, or a ``bare`` token."""
+    word = wire_word(token)
+    written = f"the bare token {token}" if bare else json.dumps(token)
+    return (
+        f"{written} is not how the protocol writes {word}: write the string {json.dumps(word)} "
+        '(docs/protocol.md, "Numbers": inf, -inf and nan are the strings "inf", "-inf" and "nan")'
+    )
+
+
 def to_json_ready(obj: Any) -> Any:
     """Recursively replace non-finite floats by their string names."""
     if isinstance(obj, float):

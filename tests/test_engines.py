@@ -68,6 +68,9 @@ def test_micrograd_rust_divides_by_a_reciprocal_and_has_a_nan_pow_derivative_at_
 def test_micrograd_rust_computes_tanh_as_micrograd_does_and_loses_it_near_zero():
     mr = pytest.importorskip("micrograd_rust")
     assert mr.Value(1e-17).tanh().data == 0.0
+    assert mr.Value(5e-324).tanh().data == 0.0
+    negative_zero = mr.Value(-0.0).tanh().data
+    assert negative_zero == 0.0 and math.copysign(1.0, negative_zero) == 1.0  # the sign of -0.0 is lost
     for a in (1e-9, 0.3, -2.5):
         assert mr.Value(a).tanh().data == (math.exp(2 * a) - 1) / (math.exp(2 * a) + 1)
 

@@ -15,6 +15,7 @@ from conformance.mutants import BUGS
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "conformance")
 BROKEN = f"{sys.executable} {ROOT / 'adapters/broken/adapter.py'}"
+PYTHON = f"{sys.executable} {ROOT / 'adapters/python/adapter.py'}"
 MICROGRAD_EXPECTED = ROOT / "adapters" / "micrograd" / "expected-failures.toml"
 
 
@@ -36,9 +37,9 @@ def test_an_entry_may_name_the_catalogue_bug_it_stands_for(tmp_path):
 @pytest.mark.parametrize(
     "bug, message",
     [
-        ("stael", "entry 1: field 'bug': 'stael' is not a bug of the catalogue (did you mean 'stale'?"),
-        ("no-such-mistake", "entry 1: field 'bug': 'no-such-mistake' is not a bug of the catalogue (known: "),
-        (3, "entry 1: field 'bug' must be a string naming a bug of the catalogue, not 3"),
+        ("stael", 'entry 2 ([[expected]] case = "b"): field "bug": "stael" is not a bug of the catalogue (did you mean "stale"'),
+        ("no-such-mistake", 'entry 2 ([[expected]] case = "b"): field "bug": "no-such-mistake" is not a bug of the catalogue ('),
+        (3, 'entry 2 ([[expected]] case = "b"): field "bug": expected a string naming a bug of the catalogue, got 3'),
     ],
 )
 def test_a_bug_that_is_not_in_the_catalogue_names_the_file_entry_and_field(tmp_path, bug, message):
@@ -55,7 +56,8 @@ def test_a_bad_bug_on_the_command_line_is_one_clear_line_and_exit_2(tmp_path):
     for command in ("run", "fuzz"):
         out = conformance(command, "--command", f"{BROKEN} stale", "--expected-failures", path)
         assert out.returncode == 2, out.stdout
-        assert out.stderr.startswith(f"conformance: error: {path}: entry 0: field 'bug': 'stael'")
+        assert out.stderr.startswith(f'conformance: error: {path}: entry 1 ([[expected]] case = "a"): field "bug": "stael"')
+        assert "`conformance list --bugs` lists them" in out.stderr
         assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1
 
 
@@ -94,7 +96,7 @@ def test_update_expected_writes_new_entries_as_unreviewed_drafts_and_every_run_w
     assert drafted.stdout.count(warning) == 1
     # The drafts xfail, so the gate is green while they are reviewed, but every report says so.
     gated = conformance(*command, "--json", report, "--markdown", matrix)
-    assert gated.returncode == 0 and f"WARNING command: {warning}" in gated.stdout
+    assert gated.returncode == 0 and f"WARNING broken-merge-edges: {warning}" in gated.stdout
     (adapter,) = json.loads(report.read_text())["adapters"]
     assert adapter["xfailed"] == len(entries) and adapter["warning"] == warning
     assert adapter["unreviewed_expected_failures"] == len(entries) and adapter["expected_failures"] == str(listed)
@@ -133,5 +135,116 @@ def test_a_draft_without_a_diagnosis_takes_the_first_difference_as_its_reason(tm
 def test_an_unreviewed_flag_that_is_not_a_boolean_names_the_file_entry_and_field(tmp_path):
     path = tmp_path / "expected.toml"
     path.write_text(entry(case="a", level="*", reason="r", unreviewed="yes"))
-    with pytest.raises(ExpectedError, match=r"entry 0: field 'unreviewed' must be true or false, not 'yes'"):
+    with pytest.raises(
+        ExpectedError, match=r'entry 1 \(\[\[expected\]\] case = "a"\): field "unreviewed": expected true or false, got "yes"'
+    ):
         load_expected(path)
+
+
+LEVEL_3 = (
+    'entry 3 ([[expected]] case = "ops/exp/*"): field "level": '
+    'expected one of values, gradients, errors, trace, order or "*", got 3'
+)
+
+MALFORMED = {
+    "a single [expected] table": (
+        '[expected]\ncase = "seed/*"\nlevel = "*"\nreason = "r"\n',
+        "[expected] is a single table: write each entry as [[expected]], with double brackets",
+    ),
+    "expected = 3": ("expected = 3\n", '"expected" must be a list of [[expected]] tables, got 3'),
+    'expected = ["x"]': ('expected = ["x"]\n', 'entry 1: expected an [[expected]] table, got "x"'),
+    "a misspelt table name": (
+        '[[expect]]\ncase = "seed/*"\nlevel = "*"\nreason = "r"\n',
+        'unknown top-level key "expect" (did you mean [[expected]]? an expected-failures file has only [[expected]] entries)',
+    ),
+    "a level that is a number": (
+        entry(case="seed/*", level="*", reason="r")
+        + entry(case="ops/log/*", level="values", reason="r")
+        + entry(case="ops/exp/*", level=3, reason="r"),
+        LEVEL_3,
+    ),
+    "a misspelt field": (
+        entry(case="seed/*", level="*", resaon="r"),
+        'entry 1 ([[expected]] case = "seed/*"): unknown field "resaon" (did you mean "reason"? fields: case, level,',
+    ),
+    "a missing reason": (entry(case="seed/*", level="*"), 'entry 1 ([[expected]] case = "seed/*"): field "reason" is missing'),
+    "a case that is not a string": (
+        entry(case=["seed/*"], level="*", reason="r"),
+        'entry 1: field "case": expected a non-empty string, got an array',
+    ),
+    "an empty reason": (
+        entry(case="seed/*", level="values", reason=" "),
+        'entry 1 ([[expected]] case = "seed/*"): field "reason": expected a non-empty string, got " "',
+    ),
+    "a case pattern that matches no case": (
+        entry(case="seed/*", level="*", reason="r") + entry(case="sead/reused-square", level="*", reason="r"),
+        'entry 2 ([[expected]] case = "sead/reused-square"): field "case": the pattern matches none of the',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_every_mistake_in_an_expected_failures_file_is_one_line_naming_file_entry_and_field_and_exit_2(tmp_path, name):
+    text, message = MALFORMED[name]
+    path = tmp_path / "expected-failures.toml"
+    path.write_text(text)
+    out = conformance("run", "--command", f"{BROKEN} stale", "--case", "seed/*", "--expected-failures", path)
+    assert out.returncode == 2, out.stdout
+    assert out.stderr.startswith(f"conformance: error: {path}: {message}"), out.stderr
+    assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_case_pattern_that_matches_no_case_offers_the_close_ones(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text(entry(case="sead/reused-square", level="*", reason="r"))
+    out = conformance("run", "--command", f"{BROKEN} stale", "--expected-failures", path)
+    assert out.returncode == 2 and out.stderr.rstrip().endswith("; close: seed/reused-square"), out.stderr
+
+
+def test_an_entry_for_a_case_of_the_corpus_that_the_run_does_not_select_is_not_an_error(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text(entry(case="structure/deep-chain-*", level="*", reason="outside this run"))
+    out = conformance("run", "--command", PYTHON, "--case", "seed/detach", "--expected-failures", path)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_level_that_is_not_a_level_is_named_with_the_levels_there_are(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text(MALFORMED["a level that is a number"][0])
+    with pytest.raises(ExpectedError) as raised:
+        load_expected(path)
+    assert str(raised.value) == f"{path}: {LEVEL_3}"
+
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.parametrize(
+    "name", ["a single [expected] table", 'expected = ["x"]', "a misspelt table name", "a case pattern that matches no case"]
+)
+def test_the_pytest_plugin_reports_a_malformed_expected_failures_file_as_a_usage_error_not_an_internal_error(
+    pytester, tmp_path, name
+):
+    text, message = MALFORMED[name]
+    path = tmp_path / "expected-failures.toml"
+    path.write_text(text)
+    result = pytester.runpytest_subprocess(
+        "--conformance-command", f"{BROKEN} stale", "--conformance-case", "seed/*",
+        "--conformance-expected-failures", str(path),
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {path}: {message}" in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_list_bugs_names_every_bug_of_the_catalogue_with_what_it_is_and_the_cases_that_catch_it():
+    out = conformance("list", "--bugs")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    cases = set(conformance("list").stdout.split())
+    for bug, description in BUGS.items():
+        (at,) = [index for index, line in enumerate(lines) if line.split()[:1] == [bug]]
+        assert lines[at].endswith(description)
+        caught = lines[at + 1].split("caught by: ")[1].split(", ")
+        assert caught and set(caught) <= cases, (bug, caught)
+    assert lines[-1] == f'{len(BUGS)} bugs; an expected-failures entry names one as `bug = "NAME"`'

@@ -54,3 +54,20 @@ def test_importing_the_kit_does_not_touch_the_umask():
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_installed_kit_refuses_to_write_inside_its_package_or_site_packages(tmp_path, monkeypatch):
+    import sysconfig
+
+    import conformance.fixture
+    from conformance.errors import UsageError
+    from conformance.files import refuse_installed_package
+
+    inside = [Path(conformance.fixture.__file__).parent / "fixtures", Path(sysconfig.get_paths()["purelib"]) / "x"]
+    monkeypatch.setattr(conformance.fixture, "in_checkout", lambda: False)
+    for path in inside:
+        with pytest.raises(UsageError, match="--fixtures .*inside the installed kit's environment"):
+            refuse_installed_package(path, "--fixtures")
+    refuse_installed_package(tmp_path / "conformance-fixtures", "--fixtures")  # a folder of the user's project
+    monkeypatch.setattr(conformance.fixture, "in_checkout", lambda: True)
+    refuse_installed_package(inside[0], "--fixtures")  # the checkout writes its own corpus

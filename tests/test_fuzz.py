@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,16 @@ from conformance.diagnose import diagnose
 from conformance.execute import run_program
 from conformance.expected import Expected, load_expected
 from conformance.fixture import FIXTURES_DIR, load_fixture
-from conformance.fuzz import examine, fuzz, known_bugs, regression_id, regression_text, save_regression, signature
+from conformance.fuzz import (
+    examine,
+    fuzz,
+    known_bugs,
+    minimize,
+    regression_id,
+    regression_text,
+    save_regression,
+    signature,
+)
 from conformance.generate import generate
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
@@ -82,7 +95,8 @@ def test_a_saved_regression_fails_the_broken_engine_and_passes_the_reference(tmp
     assert main([*args, "--cases-dir", str(cases_dir), "--fixtures", str(fixtures)]) == 1
     out = capsys.readouterr().out
     (case_file,) = cases_dir.glob("*.json")
-    case = load_case(case_file)
+    # A port's own folder: the case is named as `regen --cases` names it (folder name and file).
+    case = load_case(case_file, f"regressions/{case_file.name}")
     assert case.id == f"regressions/{case_file.stem}" and f"saved case {case.id}" in out
     assert f"conformance run --command '{broken('detach-edge')}' --case {case.id}" in out
     fixture_file = fixtures / f"{case.id}.json"
@@ -158,7 +172,8 @@ def test_save_writes_the_program_under_its_hash_and_the_loader_reads_it_back(tmp
     program = parse_program([{"id": "c", "op": "constant", "value": 2.0}, {"op": "backward", "output": "c"}], "test")
     case, case_path, fixture_path = save_regression(program, tmp_path / "cases", tmp_path / "fixtures")
     assert case.id == regression_id(program) and case_path.read_text() == regression_text(program)
-    assert case.generator == f"conformance/cases/regressions/{case_path.name}"
+    # A folder other than the kit's own regressions is named by its own name (as `regen --cases` names it).
+    assert case.generator == f"cases/{case_path.name}"
     assert [c.id for c in regression_cases(tmp_path / "cases")] == [case.id]
     assert fixture_path == tmp_path / "fixtures" / f"{case.id}.json"
     case_path.rename(case_path.with_name("0123456789ab.json"))
@@ -292,3 +307,111 @@ def test_fuzzing_micrograd_with_its_expected_failures_reports_its_known_bugs_as_
     listed = {BUGS[e.bug] for e in entries if e.bug}
     for divergence in result.divergences:  # what is left is new: no diagnosis names a listed bug
         assert not listed & set(divergence.diagnosis), divergence.describe()
+
+
+def _listed_programs(out):
+    """The minimal programs a --keep-going report prints, each as its list of step texts."""
+    programs, current = [], None
+    for line in out.splitlines():
+        if line == "minimal program:":
+            current = []
+            programs.append(current)
+        elif current is not None and line.startswith("  ") and line.strip()[:1].isdigit():
+            current.append(line.split(None, 1)[1])
+        else:
+            current = None
+    return programs
+
+
+def test_keep_going_lists_each_shrunk_divergence_once_without_unrelated_steps(capsys):
+    # Before shrinking, stale's divergences on tanh, div and exp programs looked distinct; shrunk, they
+    # are one program (a leaf, backward twice) and are listed once.
+    code = main(["fuzz", "--command", broken("stale"), "--examples", "200", "--keep-going"])
+    out = capsys.readouterr().out
+    assert code == 1
+    listed = _listed_programs(out)
+    assert listed and len(listed) == len({tuple(program) for program in listed}), out
+    assert f"{len(listed)} distinct divergence(s)" in out
+    heads = [line for line in out.splitlines() if line.startswith("DIVERGENCE ")]
+    assert len(heads) == len(set(heads)) == len(listed), out  # at most one per level here
+    for program in listed:
+        created = [step.split(" = ")[0] for step in program if " = " in step]
+        for index, step in enumerate(program):
+            if " = " in step:  # every node is used by a later step: no op whose result nothing uses
+                name = step.split(" = ")[0]
+                assert any(re.search(rf"\b{name}\b", later) for later in program[index + 1 :]), out
+        assert all(re.search(r"variable\(1\.0\)|constant\(1\.0\)", step) for step in program if "variable" in step)
+        assert len(created) <= 3, out
+    assert ["n0 = variable(1.0)", "backward(n0)", "backward(n0)"] in listed
+
+
+def test_shrinking_drops_an_unrelated_backward_and_an_unused_op_and_simplifies_values():
+    program = parse_program(
+        [
+            {"id": "a", "op": "variable", "value": 0.7310},
+            {"id": "b", "op": "variable", "value": -2.25},
+            {"id": "t", "op": "tanh", "operands": ["b"]},
+            {"op": "backward", "output": "t"},
+            {"id": "c", "op": "mul", "operands": ["a", "a"]},
+            {"id": "unused", "op": "exp", "operands": ["a"]},
+            {"op": "backward", "output": "c", "seed": 1.0},
+        ],
+        "test",
+    )
+    transport = MutantTransport("assign")
+    divergence = examine(transport, program, LEVELS)
+    assert divergence is not None
+    shrunk = minimize(transport, divergence)
+    assert [step.describe() for step in shrunk.program] == ["n0 = variable(1.0)", "n1 = mul(n0, n0)", "backward(n1)"]
+    assert BUGS["assign"] in shrunk.diagnosis
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A redis-server of this test's own on 127.0.0.1 at a free port, stopped afterwards."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    redis = pytest.importorskip("redis", reason="the redis package is not installed (pip install 'scalar-conformance[redis]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail(f"redis-server did not answer on port {port}")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_redis_example_database_hands_one_shards_divergence_to_the_next(redis_url):
+    import redis
+
+    first = fuzz(MutantTransport("wrong-derivative-mul"), examples=2000, seed=0, database=redis_url)
+    assert first.divergence is not None and first.first_found_at > 1
+    assert redis.Redis.from_url(redis_url).keys(b"conformance-fuzz:*")  # the shrunk example is stored there
+    # Another shard (another seed, another machine) replays the stored example before drawing its own.
+    second = fuzz(MutantTransport("wrong-derivative-mul"), examples=300, seed=7, database=redis_url, shrink=False)
+    assert second.first_found_at == 1
+
+
+def test_an_unreachable_redis_database_is_a_usage_error_naming_the_url(capsys):
+    pytest.importorskip("redis", reason="the redis package is not installed (pip install 'scalar-conformance[redis]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    url = f"redis://127.0.0.1:{port}/0"
+    assert main(["fuzz", "--command", broken("stale"), "--examples", "5", "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert f"--database {url}: cannot reach the Redis server" in err and "Traceback" not in err

@@ -34,7 +34,7 @@ def test_the_wheel_carries_the_corpus_the_schema_and_the_docs_byte_for_byte():
             name = "conformance/fixtures/" + path.relative_to(FIXTURES_DIR).as_posix()
             assert name in names, f"{name} is not in the wheel"
             assert archive.read(name) == path.read_bytes(), f"{name} differs from the checkout's"
-        for doc in ("contract.md", "protocol.md", "fixtures.md"):
+        for doc in ("contract.md", "protocol.md", "fixtures.md", "protocol.schema.json"):
             name = f"conformance/docs/{doc}"
             assert name in names and archive.read(name) == (ROOT / "docs" / doc).read_bytes(), name
         assert not any(n.startswith("tests/") or n.startswith("adapters/") for n in names)
@@ -53,6 +53,12 @@ def test_list_run_and_regen_check_work_from_an_empty_folder(kit, tmp_path):
     assert rules.returncode == 0 and "conformance/docs/contract.md; they name" in rules.stdout, rules.stdout[-500:]
     contract = run([str(kit / "conformance"), "docs", "contract"], tmp_path)
     assert contract.returncode == 0 and contract.stdout.startswith("# The semantic contract")
+    docs = run([str(kit / "conformance"), "docs"], tmp_path)
+    assert "protocol.schema.json" in docs.stdout.split(), docs.stdout
+    schema = run([str(kit / "conformance"), "docs", "protocol.schema.json", "--path"], tmp_path)
+    located = Path(schema.stdout.strip())
+    assert schema.returncode == 0 and located.read_text() == (ROOT / "docs" / "protocol.schema.json").read_text()
+    assert "site-packages" in located.parts
     check = run([str(kit / "conformance"), "regen", "--check"], tmp_path)
     assert check.returncode == 0 and "fixtures are up to date" in check.stdout
     write = run([str(kit / "conformance"), "regen"], tmp_path)

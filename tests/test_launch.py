@@ -107,7 +107,7 @@ def test_a_launched_adapter_is_greeted_later_and_a_failed_launch_is_a_failed_sta
     missing.launch()
     with pytest.raises(AdapterFault) as fault:
         missing.handshake()
-    assert fault.value.kind == "start" and "cannot start adapter /nonexistent/adapter" in str(fault.value)
+    assert fault.value.kind == "spawn" and "cannot start: no such file: /nonexistent/adapter" in str(fault.value)
     dying = SubprocessTransport([sys.executable, "-c", "import sys; print('no engine here', file=sys.stderr); sys.exit(3)"])
     dying.launch()
     with pytest.raises(AdapterFault) as fault:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import zipfile
@@ -18,15 +20,29 @@ from pathlib import Path
 
 import pytest
 
-from conformance.commands.init import BUILD_OUTPUTS, LANGUAGES
+from conformance.commands.init import BUILD_OUTPUTS, LANGUAGES, quote
 from conformance.fixture import load_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 STARTERS = ROOT / "conformance" / "starters"
 ENGINES = Path(__file__).resolve().parent / "starters"
-TOOLS = {"python": None, "javascript": "node", "go": "go", "rust": "cargo"}
-HOOKS = {"python": "engine_hooks.py", "javascript": "hooks.mjs", "go": "hooks.go", "rust": "src/hooks.rs"}
+TOOLS: dict[str, tuple[str, ...]] = {
+    "python": (),
+    "javascript": ("node",),
+    "go": ("go",),
+    "rust": ("cargo",),
+    "java": ("mvn", "javac", "java"),
+    "cpp": ("g++", "make"),
+}
+HOOKS = {
+    "python": "engine_hooks.py",
+    "javascript": "hooks.mjs",
+    "go": "hooks.go",
+    "rust": "src/hooks.rs",
+    "java": "src/main/java/conformance/Hooks.java",
+    "cpp": "hooks.hpp",
+}
 #: Every (case, level) of the corpus: what a conforming adapter that declares every level passes.
 RESULTS = sum(len(fixture.levels) for fixture in load_corpus())
 
@@ -43,15 +59,35 @@ def init(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def next_commands(stdout: str) -> list[str]:
     """The commands `init` says to run next, in order (the build, if any, then `conformance run`)."""
+    return paragraph(stdout, "next:")
+
+
+def paragraph(stdout: str, heading: str) -> list[str]:
+    """The indented commands under the line of init's output that starts with heading, up to the next blank line."""
     lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("next:"))
-    return [line.strip() for line in lines[start + 1 :] if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
+    return [line.strip() for line in lines[start + 1 : end]]
 
 
 def needs(language: str) -> None:
-    tool = TOOLS[language]
-    if tool and shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not on PATH, so the {language} starter cannot be built here")
+    """Skip, saying why, where the language's toolchain (or, for Java, Maven Central) is missing."""
+    for tool in TOOLS[language]:
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not on PATH, so the {language} starter cannot be built here")
+    if language == "java" and not maven_central_reachable():
+        pytest.skip("Maven Central (repo.maven.apache.org) is not reachable, so mvn cannot fetch its build plugins")
+
+
+def maven_central_reachable() -> bool:
+    """Whether Maven Central answers, or mvn has its plugins already (an offline machine with a filled ~/.m2)."""
+    if (Path.home() / ".m2" / "repository" / "org" / "apache" / "maven" / "plugins" / "maven-jar-plugin").is_dir():
+        return True
+    try:
+        with socket.create_connection(("repo.maven.apache.org", 443), timeout=5):
+            return True
+    except OSError:
+        return False
 
 
 #: A panic (or exception) the test engine raises in tanh, per language: (the line it goes into, the line with it).
@@ -60,6 +96,14 @@ PANICS = {
     "javascript": ("tanh: (a) => {", 'tanh: (a) => { if (a === a) throw new RangeError("tanh is broken");'),
     "go": ('\tcase "tanh":\n', '\tcase "tanh":\n\t\tif a == a {\n\t\t\tpanic("tanh is broken")\n\t\t}\n'),
     "rust": ('"tanh" => {\n', '"tanh" => {\n            if a == a {\n                panic!("tanh is broken");\n            }\n'),
+    "java": (
+        'case "tanh" -> {\n',
+        'case "tanh" -> {\n                    if (a == a) throw new IllegalStateException("tanh is broken");\n',
+    ),
+    "cpp": (
+        'else if (op == "tanh") {\n',
+        'else if (op == "tanh") {\n            if (a == a) throw std::runtime_error("tanh is broken");\n',
+    ),
 }
 _built: dict[tuple[str, str], tuple[Path, str]] = {}
 
@@ -148,6 +192,42 @@ def test_an_engine_that_panics_gets_an_error_reply_for_those_cases_and_the_other
             assert result["outcome"] == "passed", result
 
 
+#: What the test engines print to stdout when a variable is 12345, per language: each must reach stderr only.
+NOISE = {
+    "python": ["engine noise at import", "engine noise on stdout", "engine noise written to fd 1"],
+    "javascript": ["engine noise on stdout", "engine noise written to process.stdout"],
+    "go": ["engine noise on stdout", "engine noise written to fd 1"],
+    "rust": ["engine noise on stdout"],
+    "java": ["engine noise on stdout"],
+    "cpp": ["engine noise on stdout", "engine noise written with printf"],
+}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_what_the_engine_prints_to_stdout_goes_to_stderr_and_only_protocol_lines_reach_the_harness(starter, language):
+    cwd, run = starter(language, "filled")
+    command = shlex.split(run)[shlex.split(run).index("--command") + 1]
+    program = [{"id": "x", "op": "variable", "value": 12345.0}, {"op": "backward", "output": "x"}]
+    requests = [{"type": "hello", "protocol": 2}, {"type": "run", "case": "noisy", "program": program}, {"type": "shutdown"}]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=env,
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    replies = [json.loads(line) for line in out.stdout.splitlines()]  # every stdout line is a protocol message
+    assert [reply["type"] for reply in replies] == ["hello", "result"], out.stdout
+    assert replies[1]["observations"][0] == {"value": 12345.0, "tracked": True}
+    for text in NOISE[language]:
+        assert text in out.stderr and text not in out.stdout, (text, out.stderr)
+
+
 def test_init_prints_the_files_it_wrote_and_the_exact_next_commands(tmp_path):
     out = init(tmp_path, "rust")
     assert out.returncode == 0, out.stderr
@@ -204,11 +284,20 @@ def test_init_again_over_a_filled_starter_keeps_the_porters_hooks(tmp_path):
     assert hooks.read_text() == "// my engine\n"
 
 
-def test_an_unknown_language_is_a_usage_error_listing_the_languages(tmp_path):
+def test_a_language_without_a_starter_is_pointed_to_the_protocol_and_the_python_starter(tmp_path):
     out = init(tmp_path, "cobol")
     assert out.returncode == 2
-    assert out.stderr.strip() == "conformance: error: no starter for 'cobol'; languages: python, rust, go, javascript"
+    assert out.stderr.strip() == (
+        "conformance: error: no starter for 'cobol' (starters: python, rust, go, javascript, java, cpp);"
+        " write your adapter from `conformance docs protocol`, with `conformance init python` as a model of the loop"
+    )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cpp_and_cxx_spellings_name_the_cpp_starter(tmp_path):
+    out = init(tmp_path, "C++")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "conformance-adapter" / "hooks.hpp").is_file()
 
 
 def starter_sources(language: str) -> list[Path]:
@@ -301,9 +390,14 @@ def test_the_ci_snippet_runs_the_commands_init_prints(tmp_path, language):
     assert out.returncode == 0, out.stderr
     *build, run = next_commands(out.stdout)
     snippet = " ".join((tmp_path / "ports" / "adapter" / "ci-snippet.yml").read_text().split())
-    for command in build:
-        assert f"run: {command}" in snippet
-    assert run in snippet  # a folded YAML block: the same words once whitespace is normalised
+    if build:
+        # The gate runs the build itself (--build), so CI never checks a binary older than the code.
+        (gate, pytest_gate) = paragraph(out.stdout, "in CI and pytest")
+        assert gate == run.replace("conformance run ", f"conformance run --build {quote(build[0])} ", 1)
+        assert gate in snippet  # a folded YAML block: the same words once whitespace is normalised
+        assert pytest_gate.startswith(f"pytest --conformance-build {quote(build[0])} --conformance-command ")
+    else:
+        assert run in snippet and "--build" not in out.stdout
     assert 'pip install "${CONFORMANCE_KIT}[pytest]"' in snippet and "CONFORMANCE_KIT:" in snippet
 
 
@@ -323,10 +417,27 @@ def test_the_go_and_rust_starters_and_test_engines_are_formatted_as_their_toolch
         pytest.skip("neither gofmt nor rustfmt is on PATH")
 
 
-@pytest.mark.parametrize("language, ignored", [("rust", "target/"), ("go", "/adapter"), ("python", "__pycache__/")])
+@pytest.mark.parametrize(
+    "language, ignored",
+    [("rust", "target/"), ("go", "/adapter"), ("python", "__pycache__/"), ("java", "target/"), ("cpp", "/adapter")],
+)
 def test_the_starter_keeps_its_build_output_out_of_the_porters_git(tmp_path, language, ignored):
     out = init(tmp_path, language, "adapter-dir")
     assert out.returncode == 0, out.stderr
     gitignore = tmp_path / "adapter-dir" / ".gitignore"
     assert ignored in gitignore.read_text().splitlines()
     assert not (tmp_path / "adapter-dir" / "gitignore").exists()
+
+
+def test_the_java_and_cpp_starter_tests_skip_saying_why_where_their_toolchain_or_maven_central_is_missing(monkeypatch):
+    this = sys.modules[__name__]
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool in ("mvn", "g++") else f"/usr/bin/{tool}")
+    with pytest.raises(pytest.skip.Exception, match="mvn is not on PATH, so the java starter cannot be built here"):
+        needs("java")
+    with pytest.raises(pytest.skip.Exception, match=r"g\+\+ is not on PATH, so the cpp starter cannot be built here"):
+        needs("cpp")
+    monkeypatch.setattr(shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(this, "maven_central_reachable", lambda: False)
+    with pytest.raises(pytest.skip.Exception, match="Maven Central .* is not reachable"):
+        needs("java")
+    needs("cpp")  # with its tools present, the C++ starter needs nothing else

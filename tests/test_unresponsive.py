@@ -64,26 +64,33 @@ def adapter_entry(report: dict, name: str) -> dict:
     return next(a for a in report["adapters"] if a["name"] == name)
 
 
+# An ad hoc command is called by its engine's name once it answered hello ("unresponsive"), else "command".
 @pytest.mark.parametrize(
-    "mode, extra, bound, hint",
+    "mode, extra, bound, hint, name",
     [
-        ("silent-hello", (), 60, "did the adapter flush stdout after each reply?"),
-        ("hang-run", ("--timeout", "2"), 60, "did the adapter flush stdout after each reply?"),
-        ("deaf", ("--timeout", "2"), 60, "did the adapter flush stdout after each reply?"),
-        ("orphan", (), 60, "must wait for it"),
+        ("silent-hello", (), 60, "did the adapter flush stdout after each reply?", "command"),
+        ("hang-run", ("--timeout", "2"), 60, "did the adapter flush stdout after each reply?", "unresponsive"),
+        ("deaf", ("--timeout", "2"), 60, "did the adapter flush stdout after each reply?", "unresponsive"),
+        ("orphan", (), 60, "must wait for it", "command"),
     ],
 )
-def test_a_dead_adapter_is_given_up_on_with_one_diagnosis_and_the_others_are_fully_reported(mode, extra, bound, hint, tmp_path):
+def test_a_dead_adapter_is_given_up_on_with_one_diagnosis_and_the_others_are_fully_reported(
+    mode, extra, bound, hint, name, tmp_path
+):
     out, report, seconds, token = run_fake(mode, tmp_path, *extra)
     assert out.returncode == 1, out.stderr
     assert seconds < bound
     assert "Traceback" not in out.stdout + out.stderr
-    assert out.stdout.count("ADAPTER DOWN command") == 1
+    assert out.stdout.count(f"ADAPTER DOWN {name}") == 1
     assert "is unresponsive: 3 timeouts or failed starts in a row" in out.stdout
     assert hint in out.stdout
+    if mode == "silent-hello":  # or a start slower than the handshake timeout: the option, and building first
+        assert "--handshake-timeout SECONDS" in out.stdout and "build it first (`--build CMD`)" in out.stdout
     assert "unresponsive adapter starting" in out.stdout  # the stderr tail is in the diagnosis
-    fake = adapter_entry(report, "command")
+    fake = adapter_entry(report, name)
     assert fake["down"]["not_run"] == fake["not_run"] > 0
+    not_run = {r["message"] for r in report["results"] if r["adapter"] == name and r["outcome"] == "not-run"}
+    assert not_run == {f"not run: {name} is unresponsive (see the adapter's diagnosis)"}
     assert fake["errors"] <= 3 * 5  # at most the three faulted cases, each at every level
     python = adapter_entry(report, "python")
     assert python["failed"] == python["errors"] == python["not_run"] == 0
@@ -94,9 +101,9 @@ def test_a_dead_adapter_is_given_up_on_with_one_diagnosis_and_the_others_are_ful
 def test_a_hang_on_one_case_is_charged_to_that_case_and_the_run_goes_on(tmp_path):
     out, report, seconds, token = run_fake("hang-one", tmp_path, "--timeout", "2", target="seed/reused-square")
     assert out.returncode == 1 and seconds < 60
-    fake = adapter_entry(report, "command")
+    fake = adapter_entry(report, "unresponsive")  # the engine's name from its hello
     assert "down" not in fake and fake["not_run"] == 0
-    errors = [r for r in report["results"] if r["adapter"] == "command" and r["outcome"] == "error"]
+    errors = [r for r in report["results"] if r["adapter"] == "unresponsive" and r["outcome"] == "error"]
     assert {r["case"] for r in errors} == {"seed/reused-square"}
     assert "timed out after 2 s waiting for the adapter during case seed/reused-square" in errors[0]["message"]
     assert "stuck on seed/reused-square" in errors[0]["message"]
@@ -146,7 +153,7 @@ def test_an_interrupted_run_kills_the_adapter_and_still_writes_the_partial_repor
     assert process.returncode == code, stderr
     assert "Traceback" not in stdout + stderr
     data = json.loads(report.read_text())
-    entry = adapter_entry(data, "command")
+    entry = adapter_entry(data, "unresponsive")
     assert entry["interrupted"].startswith("interrupted")
     assert entry["passed"] > 0 and entry["not_run"] > 0
     assert leftovers(token) == []

@@ -10,6 +10,7 @@ id that no longer describes it: delete the file and save the new program.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from ..program import ProgramError, parse_program, program_hash
 from ..wire import load_json_file
@@ -20,9 +21,15 @@ FOLDER = Path(__file__).resolve().parent / "regressions"
 HASH_DIGITS = 12
 
 
-def load_case(path: Path) -> Case:
-    """One regression case from its file; raise CaseError naming the file on any defect."""
-    source = f"conformance/cases/regressions/{path.name}"
+def load_case(path: Path, source: Optional[str] = None) -> Case:
+    """One regression case from its file; raise CaseError naming the file (as ``source``) on any defect.
+
+    ``source`` names the file in messages and in the fixture's provenance; the kit's own
+    regressions are ``conformance/cases/regressions/NAME``, a port's own are named by
+    the caller (``conformance.generate.load_own_cases``).
+    """
+    if source is None:
+        source = f"conformance/cases/regressions/{path.name}"
     raw = load_json_file(path, CaseError, source)
     try:
         program = parse_program(raw, source)

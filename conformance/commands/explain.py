@@ -13,9 +13,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..corpora import add_fixtures_option, fixture_dirs, load_corpora
 from ..errors import UsageError
 from ..execute import run_program
-from ..fixture import FIXTURES_DIR, load_corpus
 from ..protocol import ErrorInfo
 
 MAX_ROWS = 40
@@ -25,7 +25,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     """Declare the subcommand."""
     parser = subparsers.add_parser("explain", help="walk through one case step by step")
     parser.add_argument("case", help="the case id, e.g. seed/reused-square")
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
+    add_fixtures_option(parser)
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the walk-through as a page, a graph per backward")
     parser.set_defaults(handler=run)
 
@@ -41,7 +41,7 @@ def _table(rows: list[list[str]], indent: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the walk-through."""
-    corpus = {f.id: f for f in load_corpus(args.fixtures)}
+    corpus = {f.id: f for f in load_corpora(fixture_dirs(args.fixtures))}
     fixture = corpus.get(args.case)
     if fixture is None:
         close = [case for case in corpus if args.case.split("/")[-1] in case][:5]

@@ -3,7 +3,10 @@
 Random programs run on the reference and on the adapter; the first divergence
 is shrunk to a minimal program and printed with its first difference and the
 likely bug. ``--save`` keeps it as a regression case and generates its
-fixture. A divergence whose likely bug the adapter's expected failures name
+fixture: in the kit's checkout into its own ``conformance/cases/regressions/`` and
+``fixtures/``, from an installed kit into ``./conformance-cases`` and
+``./conformance-fixtures`` of the user's project (never into site-packages), where
+``conformance regen --cases`` re-derives them. A divergence whose likely bug the adapter's expected failures name
 (their ``bug`` field) is reported once as known and does not stop the search.
 Exit 0 when no divergence but known ones was found, 1 when one was (or the
 adapter could not start or build), 2 on usage errors.
@@ -18,8 +21,10 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..corpora import fixture_dirs
 from ..errors import UsageError
-from ..fixture import FIXTURES_DIR
+from ..files import refuse_installed_package
+from ..fixture import FIXTURES_DIR, in_checkout
 from ..fuzz import REGRESSIONS_CASES_DIR, FuzzResult, fuzz, save_regression
 from ..launch import choose_adapters, open_adapter
 from ..program import DECLARABLE_OPS
@@ -60,9 +65,9 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--database",
-        type=Path,
-        metavar="DIR",
-        help="hypothesis example database folder, shared by CI shards (default: none, the run depends only on --seed)",
+        metavar="DIR|URL",
+        help="hypothesis example database: a folder, or a Redis URL (redis://host:port/db) that CI shards on many "
+        "machines share (default: none, the run depends only on --seed)",
     )
     parser.add_argument(
         "--exclude-op",
@@ -84,15 +89,44 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         help="compare under this profile instead of the one the adapter declares (docs/contract.md section 9)",
     )
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-program timeout (default 10)")
-    parser.add_argument("--save", action="store_true", help="keep the minimal program as a regression case and fixture")
-    parser.add_argument("--cases-dir", type=Path, default=REGRESSIONS_CASES_DIR, help="where --save writes the case")
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="where --save writes the fixture")
+    cases, fixtures = save_targets()
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help=f"keep the minimal program as a regression case (in --cases-dir, default {cases}) and generate its "
+        f"fixture (in --fixtures, default {fixtures})",
+    )
+    parser.add_argument("--cases-dir", type=Path, metavar="DIR", help=f"where --save writes the case (default: {cases})")
+    parser.add_argument("--fixtures", metavar="DIR", help=f"where --save writes the fixture (default: {fixtures})")
     parser.add_argument("--registry", type=Path, default=REGISTRY, help="adapter registry (default: adapters/adapters.toml)")
     parser.set_defaults(handler=run)
 
 
+#: Where ``--save`` writes in an installed kit: folders of the user's project, never the package.
+OWN_CASES = Path("conformance-cases")
+OWN_FIXTURES = Path("conformance-fixtures")
+
+
+def save_targets() -> tuple[str, str]:
+    """How ``--help`` names the default folders of ``--save``: the kit's own in its checkout, the project's otherwise."""
+    if in_checkout():
+        return "the kit checkout's conformance/cases/regressions/", "the kit checkout's fixtures/"
+    return f"./{OWN_CASES}", f"./{OWN_FIXTURES}"
+
+
+def _save_folders(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The folders --save writes: as given, or the defaults; refused inside an installed package."""
+    checkout = in_checkout()
+    cases: Path = args.cases_dir or (REGRESSIONS_CASES_DIR if checkout else OWN_CASES)
+    fixtures = fixture_dirs([args.fixtures])[0] if args.fixtures else FIXTURES_DIR if checkout else OWN_FIXTURES
+    refuse_installed_package(cases, "--cases-dir")
+    refuse_installed_package(fixtures, "--fixtures")
+    return cases, fixtures
+
+
 def run(args: argparse.Namespace) -> int:
     """Fuzz, report, save on request; return the exit code."""
+    cases_dir, fixtures_dir = _save_folders(args) if args.save else (REGRESSIONS_CASES_DIR, FIXTURES_DIR)
     if args.examples < 1:
         raise UsageError(f"--examples {args.examples}: must be at least 1")
     if args.max_steps < 1:
@@ -150,13 +184,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"DIVERGENCE {number} of {len(found)}, level {divergence.level}")
         print(divergence.describe())
         if args.save:
-            case, case_path, fixture_path = save_regression(divergence.program, args.cases_dir, args.fixtures)
+            case, case_path, fixture_path = save_regression(divergence.program, cases_dir, fixtures_dir)
             print(f"saved case {case.id}: {case_path}")
             print(f"generated fixture: {fixture_path}")
-            again = f"--adapter {adapter.name}" if args.adapter else f"--command {shlex.quote(args.command)}"
-            where = "" if args.fixtures == FIXTURES_DIR else f" --fixtures {shlex.quote(str(args.fixtures))}"
-            print(f"re-run it: conformance run {again} --case {case.id}{where}")
+            print(f"re-run it: {_rerun(args, adapter.name, case.id, fixtures_dir)}")
     return 1
+
+
+def _rerun(args: argparse.Namespace, name: str, case: str, fixtures_dir: Path) -> str:
+    """The command that runs the saved case again, as the user would type it from the same folder."""
+    again = f"--adapter {shlex.quote(name)}" if args.adapter else f"--command {shlex.quote(args.command)}"
+    if args.registry != REGISTRY:
+        again += f" --registry {shlex.quote(str(args.registry))}"
+    if args.command and args.expected_failures:
+        again += f" --expected-failures {shlex.quote(str(args.expected_failures))}"
+    where = "" if fixtures_dir == FIXTURES_DIR else f" --fixtures {shlex.quote(str(fixtures_dir))}"
+    return f"conformance run {again} --case {case}{where}"
 
 
 def _summary(name: str, result: FuzzResult, args: argparse.Namespace) -> str:

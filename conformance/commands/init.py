@@ -1,10 +1,13 @@
-"""``conformance init LANG [DIR]``: write a starter adapter for a port in Python, Rust, Go or JavaScript.
+"""``conformance init LANG [DIR]``: write a starter adapter for a port in Python, Rust, Go, JavaScript, Java or C++.
 
 The starters are package data (``conformance/starters/<lang>/``), so an installed
 kit writes them anywhere. Each is a protocol loop the porter does not edit, one
 file of engine hooks they fill in, an empty expected-failures file, a CI snippet
 and a README. Nothing is ever overwritten: if any target file exists, nothing is
-written at all. After writing, it prints the exact commands to build and run.
+written at all. After writing, it prints the exact commands to build and run, and,
+for a language that needs a build, the same gate with the kit running the build
+first (``--build`` / ``--conformance-build``), so a stale binary is never checked.
+A language without a starter gets the protocol and the Python starter as a model.
 """
 
 from __future__ import annotations
@@ -40,7 +43,15 @@ STARTERS = {
     ),
     "go": Starter("hooks.go", "go build -C {dir} -o adapter .", "{dir}/adapter"),
     "javascript": Starter("hooks.mjs", "", "node {dir}/adapter.mjs"),
+    "java": Starter(
+        "src/main/java/conformance/Hooks.java",
+        "mvn -q -B -f {dir}/pom.xml package",
+        "java -Xmx4g -jar {dir}/target/conformance-adapter.jar",
+    ),
+    "cpp": Starter("hooks.hpp", "make -C {dir}", "{dir}/adapter"),
 }
+#: Other spellings of a starter's language.
+ALIASES = {"c++": "cpp", "js": "javascript", "node": "javascript", "py": "python", "golang": "go"}
 LANGUAGES = tuple(STARTERS)
 #: What a build or a test run may leave in a starter folder of the kit's checkout: never copied.
 BUILD_OUTPUTS = ("__pycache__", "target", "adapter")
@@ -50,7 +61,7 @@ TEMPLATES = ("README.md", "ci-snippet.yml")
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Declare the subcommand."""
-    parser = subparsers.add_parser("init", help="write a starter adapter for your engine (python, rust, go, javascript)")
+    parser = subparsers.add_parser("init", help=f"write a starter adapter for your engine ({', '.join(LANGUAGES)})")
     parser.add_argument("language", metavar="LANG", help=f"the starter's language: {', '.join(LANGUAGES)}")
     parser.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR", help=f"where to write it (default: {DEFAULT_DIR})")
     parser.set_defaults(handler=run)
@@ -109,9 +120,12 @@ def write_all(target: Path, contents: list[tuple[str, bytes]], folder: str) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Write the starter, or refuse before writing anything."""
-    language = args.language.lower()
+    language = ALIASES.get(args.language.lower(), args.language.lower())
     if language not in STARTERS:
-        raise UsageError(f"no starter for {args.language!r}; languages: {', '.join(LANGUAGES)}")
+        raise UsageError(
+            f"no starter for {args.language!r} (starters: {', '.join(LANGUAGES)}); write your adapter from"
+            " `conformance docs protocol`, with `conformance init python` as a model of the loop"
+        )
     target = Path(args.dir)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} is a file, not a folder; nothing was written")
@@ -134,4 +148,11 @@ def run(args: argparse.Namespace) -> int:
     if build:
         print(f"  {build}")
     print(f"  conformance run --command {quote(command)} --expected-failures {expected}")
+    if build:
+        print("\nin CI and pytest, let the kit run the build first, so the gate never checks a stale binary:")
+        print(f"  conformance run --build {quote(build)} --command {quote(command)} --expected-failures {expected}")
+        print(
+            f"  pytest --conformance-build {quote(build)} --conformance-command {quote(command)}"
+            f" --conformance-expected-failures {expected}"
+        )
     return 0

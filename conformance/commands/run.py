@@ -3,7 +3,8 @@
 Without --adapter, every registered adapter whose requirements are met runs
 (built first when its build is stale, saying so); unavailable ones are
 reported with their reason. Exit 0 when nothing unexpected happened, 1 on
-conformance failures (failed, error, unexpected pass, not run, failed build),
+conformance failures (failed, error, unexpected pass, not run, failed build, an
+adapter that compared nothing unless --allow-nothing-compared),
 2 on usage errors (zero cases selected among them), 130 or 143 when
 interrupted by Ctrl-C or SIGTERM, after the partial reports are written.
 
@@ -19,16 +20,19 @@ import shlex
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Optional
+from typing import Optional, Sequence
 
+from ..corpora import add_fixtures_option, describe_folders, fixture_dirs, load_corpora_reporting
+from ..coverage import nothing_compared
 from ..errors import UsageError
-from ..expected import Expected, write_expected
-from ..fixture import FIXTURES_DIR, Fixture, FixtureBug, load_corpus_reporting
+from ..expected import Expected, check_cases
+from ..expected_update import observed_results, run_notes, update_expected
+from ..fixture import Fixture, FixtureBug
 from ..html import check_target, write_report
 from ..launch import OpenedAdapter, choose_adapters, open_adapter
-from ..mutants import bug_named
 from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig
 from ..report import (
@@ -42,7 +46,7 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, Outcome, Result, not_run, run_adapter, select
+from ..runner import AdapterRun, engine_name, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 
@@ -54,6 +58,12 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument("--command", metavar="CMD", help="run an unregistered adapter command ad hoc")
     parser.add_argument("--expected-failures", type=Path, metavar="FILE", help="expected-failures file for --command")
+    parser.add_argument(
+        "--build",
+        metavar="CMD",
+        help="a build command for --command, run once before the run (in the current folder; its time is not "
+        "charged to the handshake); its failure fails the run with the build's output",
+    )
     parser.add_argument("--case", action="append", metavar="PATTERN", help="only cases whose id matches (fnmatch; repeatable)")
     parser.add_argument("--shard", metavar="K/N", help="run the K-th of N equal shares of the cases")
     parser.add_argument(
@@ -75,6 +85,12 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--allow-empty", action="store_true", help="an empty selection of cases is not an error (it is by default)"
     )
     parser.add_argument(
+        "--allow-nothing-compared",
+        action="store_true",
+        help="an adapter that compared nothing (its hello declares no op or level the selected cases use) does not "
+        "fail the run (it does by default)",
+    )
+    parser.add_argument(
         "--profile",
         choices=[profile.value for profile in Profile],
         help="compare floats under this profile instead of the one each adapter declares "
@@ -93,7 +109,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.add_argument(
         "--registry", type=Path, default=REGISTRY, help="adapter registry (default: the kit checkout's adapters/adapters.toml)"
     )
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES_DIR, help="fixtures folder")
+    add_fixtures_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -117,17 +133,27 @@ def positive(value: Optional[float], option: str) -> Optional[float]:
     return value
 
 
-def empty_selection_message(fixtures_dir: Path, total: int, patterns: Optional[list[str]], shard: object) -> str:
-    """Why zero cases were selected, naming the folder looked in."""
+def empty_selection_message(
+    fixtures_dirs: Sequence[Path],
+    total: int,
+    patterns: Optional[list[str]],
+    shard: object,
+    *,
+    case_option: str = "--case",
+    allow_option: str = "--allow-empty",
+    fixtures_option: str = "--fixtures",
+) -> str:
+    """Why zero cases were selected, naming the folders looked in and the caller's options (the CLI's by default)."""
     if total == 0:
         return (
-            f"no case found: the fixtures folder {fixtures_dir} has no fixture files"
-            + ("" if fixtures_dir.is_dir() else " (it does not exist)")
-            + "; point --fixtures at the corpus, or reinstall the kit"
+            f"no case found: {describe_folders(fixtures_dirs)} {'has' if len(fixtures_dirs) == 1 else 'have'} no fixture files"
+            + ("" if all(folder.is_dir() for folder in fixtures_dirs) else " (it does not exist)")
+            + f"; point {fixtures_option} at the corpus, or reinstall the kit"
         )
-    chosen = f"--case {' '.join(patterns)}" if patterns else "the selection"
+    chosen = f"{case_option} {' '.join(patterns)}" if patterns else "the selection"
     extra = f" with --shard {shard}" if shard else ""
-    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {fixtures_dir} (--allow-empty accepts that)"
+    where = ", ".join(str(folder) for folder in fixtures_dirs)
+    return f"no case selected: {chosen}{extra} matches none of the {total} cases in {where} ({allow_option} accepts that)"
 
 
 class _Terminated(KeyboardInterrupt):
@@ -147,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
     adapters = choose_adapters(
         command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
     )
+    if args.build is not None:
+        if not args.command:
+            raise UsageError("--build is the build command of --command: give the adapter as --command CMD too")
+        adapters = [replace(a, build=args.build) if a.ad_hoc else a for a in adapters]
     if args.html:
         check_target(args.html, "--html")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -154,10 +184,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         # The first adapter starts while the corpus loads, when opening it takes no build (which would log).
         early = _launched(adapters[0], timeout, handshake_timeout, args.update_expected) if adapters else None
-        corpus, fixture_bugs = load_corpus_reporting(args.fixtures)
+        folders = fixture_dirs(args.fixtures)
+        corpus, fixture_bugs = load_corpora_reporting(folders)
         fixtures = select(corpus, args.case, shard)
+        # Every case pattern of an expected-failures file must match a case of the corpus (of this run or not).
+        args.case_ids = None if fixture_bugs else {f.id for f in corpus}  # a fixture bug ends the run with exit 2
+        if args.case_ids is not None and not args.update_expected:  # which removes such entries, saying so
+            for adapter in adapters:
+                check_cases(adapter.expected_failures_path(), args.case_ids)
         if not fixtures and not fixture_bugs and not args.allow_empty:
-            raise UsageError(empty_selection_message(args.fixtures, len(corpus), args.case, args.shard))
+            raise UsageError(empty_selection_message(folders, len(corpus), args.case, args.shard))
         return _run_all(args, adapters, early, fixtures, fixture_bugs, timeout, handshake_timeout, max_time)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -205,6 +241,8 @@ def _run_all(
             interrupted = str(interrupt) or "interrupted (Ctrl-C)"
             runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
             continue
+        if adapter.ad_hoc:  # called by its engine's name from hello, not "command"
+            one.rename(engine_name(one.handshake, adapter.name, [a.name for a in adapters if a is not adapter]))
         runs.append(one)
         interrupted = one.interrupted
         if build_failure:
@@ -219,6 +257,9 @@ def _run_all(
         print(f"\nBUILD FAILED {failure}")
     for bug in fixture_bugs:
         print(f"\nFIXTURE BUG {bug} (no adapter is blamed; regenerate with `conformance regen`)")
+    empty = [line for run in runs if (line := nothing_compared(run, fixtures)) is not None]
+    for line in empty:
+        print(f"\n{line}")
     print()
     for line in warning_lines(runs):
         print(line)
@@ -237,6 +278,8 @@ def _run_all(
     if fixture_bugs:
         return 2
     unexpected = any(run.unexpected for run in runs) or build_failures
+    if empty and not args.allow_nothing_compared:
+        return 1  # a green run of nothing is no conformance; --update-expected does not change that
     return 1 if unexpected and not args.update_expected else 0
 
 
@@ -295,6 +338,9 @@ def _run_one(
     run.expected_failures = str(path) if path else ""
     if args.update_expected:
         expected = _update_expected(adapter, run, expected, args)
+    else:  # a stale or too broad entry, judged over the whole run (each result's message sees only its case)
+        for note in run_notes(expected, observed_results(run.results)):
+            log.note(f"{adapter.name}: {path}: {note}")
     run.unreviewed = sum(entry.unreviewed for entry in expected)
     return run, None
 
@@ -311,19 +357,7 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
     if path is None:
         print(f"{adapter.name}: no expected_failures file is configured; nothing updated", file=sys.stderr)
         return old
-    ran = {(r.case, r.level) for r in run.results}
-    keep = [e for e in old if not any(e.matches(case, level) for case, level in ran)]
-    failing: list[Result] = [r for r in run.results if r.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XFAILED)]
-    entries = list(keep)
-    for result in failing:
-        previous = next((e for e in old if e.matches(result.case, result.level)), None)
-        if previous is not None:
-            entries.append(Expected(result.case, result.level, previous.reason, previous.bug, previous.unreviewed))
-            continue
-        # Several likely bugs reproduce the same numbers on some cases: the draft names each, the review picks.
-        reason = "; or ".join(result.diagnosis) if result.diagnosis else result.message.splitlines()[0]
-        bug = next((bug_named(text) for text in result.diagnosis if bug_named(text)), None)
-        entries.append(Expected(result.case, result.level, reason, bug, unreviewed=True))
+    observed = observed_results(run.results)
     command = shlex.join(["conformance", *getattr(args, "argv", ["run", "--update-expected"])])
     header = (
         f"Expected failures of the {adapter.name} adapter: case pattern, level and the reason.\n"
@@ -331,6 +365,8 @@ def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected
         "A new entry is a draft marked `unreviewed = true`: check its reason (and its bug, the catalogue's name\n"
         "for the likely bug), then delete the flag. Every run warns while a draft is left."
     )
-    write_expected(path, entries, header)
-    print(f"{adapter.name}: wrote {len(entries)} expected failure(s) to {path}", file=sys.stderr)
-    return entries
+    update = update_expected(path, old, observed, header, getattr(args, "case_ids", None))
+    for note in update.notes:
+        print(f"{adapter.name}: {path}: {note}", file=sys.stderr)
+    print(f"{adapter.name}: wrote {len(update.entries)} expected failure(s) to {path} ({update.added} new)", file=sys.stderr)
+    return update.entries

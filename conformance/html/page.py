@@ -2,7 +2,7 @@
 
 From the top: the versions and the date; the adapters (engine, version,
 language, profile, the largest ulp distance of a first difference, the closest
-agreeing float); the matrix adapter x level with a count per outcome; filters
+agreeing float, how much of the selected corpus was compared); the matrix adapter x level with a count per outcome; filters
 (outcome, adapter, level) that show and hide with a few lines of inline script;
 then a section per failing or expected-failing (case, level) with its graph
 (``failure.py``), per unexpected pass, per error (one per repeated message),
@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from ..coverage import closest_agreeing, coverage_line
 from ..files import write_atomic
 from ..fixture import Fixture
 from ..protocol import LEVELS
@@ -50,22 +51,19 @@ def _largest_ulps(run: AdapterRun, fixtures: dict[str, Fixture]) -> Optional[flo
 def _adapters(runs: list[AdapterRun], fixtures: dict[str, Fixture]) -> str:
     rows = [
         "<table id='adapters'><tr><th>adapter</th><th>engine</th><th>version</th><th>language</th><th>profile</th>"
-        "<th>largest ulp distance (first differences)</th><th>closest agreeing float</th><th>time</th></tr>"
+        "<th>largest ulp distance (first differences)</th><th>closest agreeing float</th><th>time</th><th>compared</th></tr>"
     ]
     for run in runs:
         attrs = f"class='filterable' data-adapter='{_e(run.name)}'"
         if not run.available:
-            rows.append(f"<tr {attrs}><td>{_e(run.name)}</td><td colspan='7'>unavailable: {_e(run.reason)}</td></tr>")
+            rows.append(f"<tr {attrs}><td>{_e(run.name)}</td><td colspan='8'>unavailable: {_e(run.reason)}</td></tr>")
             continue
         hello = run.handshake
         engine = [hello.name, hello.version, hello.language, hello.profile] if hello is not None else ["?", "?", "?", "?"]
         ulps = _largest_ulps(run, fixtures)
         shown = "none (no wrong answer)" if ulps is None else ("inf" if math.isinf(ulps) else f"{ulps:.3g}")
-        at = run.largest_share_at
-        closest = (
-            f"{run.largest_share:.2g} of its bound at {at.case} [{at.level}]" if at is not None else "every float the same bits"
-        )
-        cells = [run.name, *engine, shown, closest, f"{run.seconds:.1f} s"]
+        closest = closest_agreeing(run) or "none (no result passed)"
+        cells = [run.name, *engine, shown, closest, f"{run.seconds:.1f} s", coverage_line(run)]
         rows.append(f"<tr {attrs}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return "\n".join(rows) + "</table>"
 

@@ -7,8 +7,8 @@
 // contract error the harness compares; any other error, or a panic, becomes an error reply
 // for that case and the loop goes on with the next one. A repeated step ("repeat": n,
 // feature repeat) is a loop here calling Engine.Apply n times, so every engine behind this
-// starter gets the million-node chain; "records": false skips Engine.PassRecord. Standard
-// library only.
+// starter gets the million-node chain; "records": false skips Engine.PassRecord. What the
+// engine prints to stdout goes to stderr. Standard library only.
 package main
 
 import (
@@ -490,7 +490,11 @@ func run(req request) (reply map[string]any) {
 
 func main() {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
+	// Only protocol messages reach the harness: the replies go to a private copy of stdout
+	// (stdout_linux.go; stdout itself elsewhere), and os.Stdout, what fmt.Println writes to,
+	// becomes stderr. On Linux file descriptor 1 goes to stderr too, for cgo code.
+	out := bufio.NewWriter(protocolOutput())
+	os.Stdout = os.Stderr
 	reply := func(message map[string]any) {
 		line, err := json.Marshal(message)
 		if err != nil {

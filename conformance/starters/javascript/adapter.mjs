@@ -8,10 +8,18 @@
 // an `error` reply for that case and the loop goes on. A repeated step (`"repeat": n`,
 // feature `repeat`) is a loop here calling `Engine.apply` n times, so every engine behind
 // this starter gets the million-node chain; `"records": false` skips `Engine.passRecord`.
-// Node 20, no dependencies.
+// What the engine prints (console.log, process.stdout.write) goes to stderr. Node 20, no
+// dependencies.
 
 import readline from "node:readline";
-import { CONFIG, Engine, EngineError } from "./hooks.mjs";
+
+// Only protocol messages reach the harness: the loop keeps stdout's own write for its replies, and
+// console.log and process.stdout.write go to stderr, before the hooks (and your engine) are loaded.
+const stdoutWrite = process.stdout.write.bind(process.stdout);
+process.stdout.write = process.stderr.write.bind(process.stderr);
+console.log = console.error;
+console.info = console.error;
+const { CONFIG, Engine, EngineError } = await import("./hooks.mjs");
 
 const PROTOCOL_VERSION = 2;
 // What hello declares: the config block's features, and `repeat`, which this loop does itself.
@@ -251,9 +259,7 @@ class Case {
   }
 }
 
-// A stray console.log in the engine must not corrupt the protocol: it goes to stderr.
-const write = (text) => process.stdout.write(text);
-console.log = console.error;
+const write = (text) => stdoutWrite(text);
 // Writes to a pipe are synchronous on Linux and macOS, so each reply leaves at once (no flush needed).
 const reply = (message) => write(encode(message) + "\n");
 

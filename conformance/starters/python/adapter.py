@@ -9,6 +9,8 @@ the harness compares; any other exception becomes an ``error`` reply for that ca
 and the loop goes on with the next one. A repeated step (``"repeat": n``, feature
 ``repeat``) is a loop here calling ``Engine.apply`` n times, so every engine behind this
 starter gets the million-node chain; ``"records": false`` skips ``Engine.pass_record``.
+Whatever the engine or a library prints to stdout (``print()``, or a C extension
+writing to file descriptor 1) goes to stderr: only protocol messages reach the harness.
 Standard library only.
 
 Run it as ``python3 adapter.py``; ``conformance run --command "python3 adapter.py"`` does.
@@ -24,6 +26,13 @@ import traceback
 from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# Only protocol messages reach the harness: replies go to a private copy of stdout, and fd 1 and
+# sys.stdout go to stderr, so a print() in the engine (at import too) or a C extension's printf shows there.
+sys.stdout.flush()
+PROTOCOL_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
 
 import engine_hooks  # noqa: E402 - after the path fix, so the hooks load from this folder
 from engine_hooks import Engine, EngineError  # noqa: E402
@@ -261,8 +270,7 @@ class Case:
 
 def main() -> int:
     """Answer requests until shutdown or end of input."""
-    out = sys.stdout
-    sys.stdout = sys.stderr  # a stray print() in the engine must not corrupt the protocol
+    out = PROTOCOL_OUT
 
     def reply(message: dict[str, Any]) -> None:
         out.write(json.dumps(message, allow_nan=False) + "\n")

@@ -8,7 +8,11 @@ the commit, the canonical depth-first post-order, and a pass record for trace an
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Optional
+
+# A library's banner at import, before the adapter has answered hello: it must stay off the protocol too.
+print("engine noise at import")
 
 ENGINE = {"name": "starter-test-engine", "version": "0.1.0", "language": "python"}
 OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
@@ -94,6 +98,10 @@ class Engine:
         return Node(value, operation, [], [], operation == "variable")
 
     def variable(self, value: float) -> Node:
+        if value == 12345.0:
+            # Stray prints, as an engine's debug lines (Python's, and a C extension's on fd 1): kept off the protocol.
+            print("engine noise on stdout")
+            os.write(1, b"engine noise written to fd 1\n")
         return self._leaf(value, "variable")
 
     def constant(self, value: float) -> Node:

@@ -7,12 +7,17 @@
 //! you which hook to connect next. Add your engine to Cargo.toml's [dependencies].
 //!
 //! When your engine refuses an operation the contract says must fail, return
-//! `Err(EngineError::new(kind).text(..).number(..).into())` with exactly the fields of that kind
-//! (docs/contract.md sections 3 to 5; main.rs's `EngineError` lists them).
+//! `Err(conformance::EngineError::new(kind).text(..).number(..).into())` with exactly the fields
+//! of that kind (docs/contract.md sections 3 to 5; main.rs's `conformance::EngineError` lists
+//! them). Anything else that keeps a hook from answering (an op your engine lacks, an internal
+//! failure) is `Err(conformance::Failure::Other(message))`: the case gets an error reply with
+//! that message and the loop goes on; never use it for a contract error. The kit's types live
+//! under `conformance::`, so your engine's own `Node`, `EngineError` or `Failure` can be
+//! imported here without a clash.
 #![allow(unused_variables)]
 
 #[allow(unused_imports)]
-use crate::{not_connected, EngineError, HookResult, PassEdge, PassNode, PassRecord};
+use crate::conformance::{self, not_connected, HookResult};
 
 // ---- config block: what your engine supports (sent in the hello reply) -------------------
 pub const ENGINE_NAME: &str = "my-engine";
@@ -28,13 +33,14 @@ pub const LEVELS: &[&str] = &["values", "gradients", "errors"];
 pub const FEATURES: &[&str] = &["seed"];
 // ---- end of config block -------------------------------------------------------------------
 
-/// Your engine's node handle, e.g. `Rc<RefCell<Value>>` or an index into a tape. The adapter
-/// only clones it and hands it back to you.
-pub type Node = usize;
+/// Your engine's node handle, e.g. an index into a tape or `Rc<RefCell<Value>>` (a deep chain
+/// of `Rc`s needs an iterative `Drop`: `conformance docs starting`). The adapter only clones it
+/// and hands it back to you.
+pub type Handle = usize;
 
 /// A number that is the same for two handles of one node and different for different nodes:
 /// the index itself, or `Rc::as_ptr(node) as *const () as usize` for a shared handle.
-pub fn node_key(node: &Node) -> usize {
+pub fn node_key(node: &Handle) -> usize {
     *node
 }
 
@@ -48,13 +54,13 @@ impl Engine {
     }
 
     /// A tracked leaf. A non-finite value fails with
-    /// `EngineError::new("non-finite-leaf").text("operation", "variable").number("value", value)`.
-    pub fn variable(&mut self, value: f64) -> HookResult<Node> {
+    /// `conformance::EngineError::new("non-finite-leaf").text("operation", "variable").number("value", value)`.
+    pub fn variable(&mut self, value: f64) -> HookResult<Handle> {
         Err(not_connected("Engine::variable"))
     }
 
     /// An untracked leaf; non-finite-leaf as for variable, with operation "constant".
-    pub fn constant(&mut self, value: f64) -> HookResult<Node> {
+    pub fn constant(&mut self, value: f64) -> HookResult<Handle> {
         Err(not_connected("Engine::constant"))
     }
 
@@ -66,24 +72,24 @@ impl Engine {
     pub fn apply(
         &mut self,
         op: &str,
-        operands: &[Node],
+        operands: &[Handle],
         exponent: Option<f64>,
-    ) -> HookResult<Node> {
+    ) -> HookResult<Handle> {
         Err(not_connected("Engine::apply"))
     }
 
     /// An untracked leaf with node's value and no edge.
-    pub fn detach(&mut self, node: &Node) -> HookResult<Node> {
+    pub fn detach(&mut self, node: &Handle) -> HookResult<Handle> {
         Err(not_connected("Engine::detach"))
     }
 
     /// The node's forward value.
-    pub fn value(&self, node: &Node) -> HookResult<f64> {
+    pub fn value(&self, node: &Handle) -> HookResult<f64> {
         Err(not_connected("Engine::value"))
     }
 
     /// Whether the node takes part in gradients (a variable, or an op with a tracked operand).
-    pub fn tracked(&self, node: &Node) -> HookResult<bool> {
+    pub fn tracked(&self, node: &Handle) -> HookResult<bool> {
         Err(not_connected("Engine::tracked"))
     }
 
@@ -91,24 +97,26 @@ impl Engine {
     /// untracked-output, non-finite-seed, then per edge non-finite-contribution and
     /// non-finite-pass-adjoint, then per node non-finite-accumulated-gradient; commit only if
     /// all pass.
-    pub fn backward(&mut self, output: &Node, seed: f64) -> HookResult<()> {
+    pub fn backward(&mut self, output: &Handle, seed: f64) -> HookResult<()> {
         Err(not_connected("Engine::backward"))
     }
 
     /// Sets the stored gradient of every tracked node reachable from output to 0.
-    pub fn zero_grad(&mut self, output: &Node) -> HookResult<()> {
+    pub fn zero_grad(&mut self, output: &Handle) -> HookResult<()> {
         Err(not_connected("Engine::zero_grad"))
     }
 
     /// The stored gradient of a tracked node.
-    pub fn gradient(&self, node: &Node) -> HookResult<f64> {
+    pub fn gradient(&self, node: &Handle) -> HookResult<f64> {
         Err(not_connected("Engine::gradient"))
     }
 
     /// Optional, for the trace and order levels: what the last successful backward did, each
-    /// edge as (consumer, slot) -> operand (see `PassEdge` in main.rs).
+    /// edge as (consumer, slot) -> operand (see `conformance::PassEdge` in main.rs); an
+    /// untracked node's pass adjoint and stored gradient, and an untracked operand's before and
+    /// after, are `None`.
     /// Add "trace"/"order" to LEVELS when it works.
-    pub fn pass_record(&mut self) -> HookResult<PassRecord> {
+    pub fn pass_record(&mut self) -> HookResult<conformance::PassRecord> {
         Err(not_connected("Engine::pass_record"))
     }
 }

@@ -8,6 +8,8 @@
 //! reply for that case and the loop goes on with the next one. A repeated step (`"repeat": n`,
 //! feature `repeat`) is a loop here calling `Engine::apply` n times, so every engine behind
 //! this starter gets the million-node chain; `"records": false` skips `Engine::pass_record`.
+//! On Unix, what the engine prints to stdout (`println!`) goes to stderr: only protocol
+//! messages reach the harness.
 //!
 //! Vocabulary (the contract's): an operation reads its **operands**; an operand's **slot** is
 //! its 0-based position among them; the node whose operation reads it is its **consumer**. An
@@ -15,7 +17,8 @@
 
 mod hooks;
 
-use hooks::{Engine, Node};
+use conformance::{EngineError, Failure, Field, HookResult};
+use hooks::{Engine, Handle};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -26,108 +29,118 @@ const PROTOCOL_VERSION: i64 = 2;
 /// The most applications one repeated step may ask for (docs/contract.md rule program.repeat).
 const MAX_REPEAT: u64 = 10_000_000;
 
-/// One field of a contract error: a node (named by program id on the wire), a number, an
-/// operand slot or a text (an operation name).
-pub enum Field {
-    Node(Node),
-    Number(f64),
-    Slot(usize),
-    Text(String),
-}
+/// What the hooks use from the loop, under one name (`conformance::EngineError`, ...), so that
+/// a port's own types called `EngineError`, `Node` or `Failure` can be imported into hooks.rs
+/// without a clash.
+pub mod conformance {
+    use crate::hooks::Handle;
 
-/// A contract error (docs/contract.md sections 3 to 5): its kind and exactly its fields.
-/// Kinds and fields: non-finite-leaf (operation, value); non-finite-result (operation, value);
-/// non-finite-local-derivative (operation, slot, value); untracked-output (operation);
-/// non-finite-seed (seed); non-finite-contribution (consumer, slot, operand, upstream,
-/// local_derivative); non-finite-pass-adjoint (node, previous, contribution);
-/// non-finite-accumulated-gradient (node, stored, pass_adjoint).
-/// Build one with `EngineError::new("non-finite-seed").number("seed", s)`.
-pub struct EngineError {
-    pub kind: String,
-    pub fields: Vec<(String, Field)>,
-}
+    /// One field of a contract error: a node (named by program id on the wire), a number, an
+    /// operand slot or a text (an operation name).
+    pub enum Field {
+        Node(Handle),
+        Number(f64),
+        Slot(usize),
+        Text(String),
+    }
 
-impl EngineError {
-    /// An error of this kind with no fields yet.
-    pub fn new(kind: &str) -> Self {
-        EngineError {
-            kind: kind.to_string(),
-            fields: Vec::new(),
+    /// A contract error (docs/contract.md sections 3 to 5): its kind and exactly its fields.
+    /// Kinds and fields: non-finite-leaf (operation, value); non-finite-result (operation, value);
+    /// non-finite-local-derivative (operation, slot, value); untracked-output (operation);
+    /// non-finite-seed (seed); non-finite-contribution (consumer, slot, operand, upstream,
+    /// local_derivative); non-finite-pass-adjoint (node, previous, contribution);
+    /// non-finite-accumulated-gradient (node, stored, pass_adjoint).
+    /// Build one with `conformance::EngineError::new("non-finite-seed").number("seed", s)`.
+    pub struct EngineError {
+        pub kind: String,
+        pub fields: Vec<(String, Field)>,
+    }
+
+    impl EngineError {
+        /// An error of this kind with no fields yet.
+        pub fn new(kind: &str) -> Self {
+            EngineError {
+                kind: kind.to_string(),
+                fields: Vec::new(),
+            }
+        }
+        /// Adds a node field (consumer, operand, node).
+        pub fn node(mut self, name: &str, node: Handle) -> Self {
+            self.fields.push((name.to_string(), Field::Node(node)));
+            self
+        }
+        /// Adds a number field (value, seed, upstream, local_derivative, previous, contribution, stored, pass_adjoint).
+        pub fn number(mut self, name: &str, x: f64) -> Self {
+            self.fields.push((name.to_string(), Field::Number(x)));
+            self
+        }
+        /// Adds the operand slot field (slot).
+        pub fn slot(mut self, name: &str, slot: usize) -> Self {
+            self.fields.push((name.to_string(), Field::Slot(slot)));
+            self
+        }
+        /// Adds the operation field.
+        pub fn text(mut self, name: &str, text: &str) -> Self {
+            self.fields
+                .push((name.to_string(), Field::Text(text.to_string())));
+            self
         }
     }
-    /// Adds a node field (consumer, operand, node).
-    pub fn node(mut self, name: &str, node: Node) -> Self {
-        self.fields.push((name.to_string(), Field::Node(node)));
-        self
+
+    /// Why a hook did not answer. `Contract`: a contract error, which the harness compares.
+    /// `Other`: anything else (an op your engine lacks, an internal failure), which becomes the
+    /// case's error reply with this message; never use it for a contract error.
+    pub enum Failure {
+        Contract(EngineError),
+        Other(String),
     }
-    /// Adds a number field (value, seed, upstream, local_derivative, previous, contribution, stored, pass_adjoint).
-    pub fn number(mut self, name: &str, x: f64) -> Self {
-        self.fields.push((name.to_string(), Field::Number(x)));
-        self
+
+    impl From<EngineError> for Failure {
+        fn from(error: EngineError) -> Self {
+            Failure::Contract(error)
+        }
     }
-    /// Adds the operand slot field (slot).
-    pub fn slot(mut self, name: &str, slot: usize) -> Self {
-        self.fields.push((name.to_string(), Field::Slot(slot)));
-        self
+
+    /// What every hook returns.
+    pub type HookResult<T> = Result<T, Failure>;
+
+    /// The failure of a hook not yet connected to the engine.
+    pub fn not_connected(hook: &str) -> Failure {
+        Failure::Other(format!(
+            "not implemented: connect {hook} to your engine (src/hooks.rs)"
+        ))
     }
-    /// Adds the operation field.
-    pub fn text(mut self, name: &str, text: &str) -> Self {
-        self.fields
-            .push((name.to_string(), Field::Text(text.to_string())));
-        self
+
+    /// What one successful backward did (docs/contract.md section 5), for the trace and order
+    /// levels: nodes in topology order, edges in processing order. The loop adds each node's
+    /// operation, value and tracked flag itself.
+    pub struct PassRecord {
+        pub seed: f64,
+        pub nodes: Vec<PassNode>,
+        pub edges: Vec<PassEdge>,
     }
-}
 
-/// Why a hook did not answer: a contract error, or anything else (the case's error reply).
-pub enum Failure {
-    Contract(EngineError),
-    Other(String),
-}
-
-impl From<EngineError> for Failure {
-    fn from(error: EngineError) -> Self {
-        Failure::Contract(error)
+    /// One node of a pass record: its pass adjoint and stored gradient (after the commit), both
+    /// `None` for an untracked node (written as null, as the contract says).
+    pub struct PassNode {
+        pub node: Handle,
+        pub pass_adjoint: Option<f64>,
+        pub stored_gradient: Option<f64>,
     }
-}
 
-/// What every hook returns.
-pub type HookResult<T> = Result<T, Failure>;
-
-/// The failure of a hook not yet connected to the engine.
-pub fn not_connected(hook: &str) -> Failure {
-    Failure::Other(format!(
-        "not implemented: connect {hook} to your engine (src/hooks.rs)"
-    ))
-}
-
-/// What one successful backward did (docs/contract.md section 5), for the trace and order
-/// levels: nodes in topology order, edges in processing order. The loop adds each node's
-/// operation, value and tracked flag itself.
-pub struct PassRecord {
-    pub seed: f64,
-    pub nodes: Vec<PassNode>,
-    pub edges: Vec<PassEdge>,
-}
-
-/// One node of a pass record.
-pub struct PassNode {
-    pub node: Node,
-    pub pass_adjoint: f64,
-    pub stored_gradient: f64,
-}
-
-/// One operand edge of a pass record: `consumer` reads `operand` in slot `slot`. `upstream`
-/// is the consumer's pass adjoint; `before` and `after` are the operand's pass adjoint around
-/// this edge (ignored when the operand is untracked).
-pub struct PassEdge {
-    pub consumer: Node,
-    pub slot: usize,
-    pub operand: Node,
-    pub local_derivative: f64,
-    pub upstream: f64,
-    pub contribution: f64,
-    pub before: f64,
-    pub after: f64,
+    /// One operand edge of a pass record: `consumer` reads `operand` in slot `slot`. `upstream`
+    /// is the consumer's pass adjoint; `before` and `after` are the operand's pass adjoint
+    /// around this edge, both `None` when the operand is untracked (written as null).
+    pub struct PassEdge {
+        pub consumer: Handle,
+        pub slot: usize,
+        pub operand: Handle,
+        pub local_derivative: f64,
+        pub upstream: f64,
+        pub contribution: f64,
+        pub before: Option<f64>,
+        pub after: Option<f64>,
+    }
 }
 
 const ERROR_FIELDS: &[(&str, &[&str])] = &[
@@ -220,6 +233,11 @@ fn write_float(x: f64, out: &mut String) {
     }
 }
 
+/// A number the hooks may leave out: null on the wire when `None`.
+fn optional(x: Option<f64>) -> Out {
+    x.map_or(Out::Null, Out::Num)
+}
+
 /// A float from the wire: a JSON number (its text, so 1e400 reads as inf) or "inf"/"-inf"/"nan".
 fn read_number(raw: Option<&Value>, where_: &str) -> Result<f64, String> {
     match raw {
@@ -238,7 +256,7 @@ fn read_number(raw: Option<&Value>, where_: &str) -> Result<f64, String> {
 struct Case {
     engine: Engine,
     order: Vec<String>,
-    nodes: HashMap<String, Node>,
+    nodes: HashMap<String, Handle>,
     operation: HashMap<String, String>,
     tracked: HashMap<String, bool>,
     ids: HashMap<usize, String>,
@@ -261,7 +279,7 @@ fn other<T>(message: String) -> HookResult<T> {
 }
 
 impl Case {
-    fn name(&self, node: &Node, where_: &str) -> HookResult<String> {
+    fn name(&self, node: &Handle, where_: &str) -> HookResult<String> {
         let key = hooks::node_key(node);
         if let Some(id) = self.ids.get(&key) {
             return Ok(id.clone());
@@ -275,8 +293,8 @@ impl Case {
         other(format!("{where_}: a node this program did not create"))
     }
 
-    #[allow(clippy::clone_on_copy)] // Node may be Copy (an index) or not (a shared handle)
-    fn node(&self, id: &str) -> HookResult<Node> {
+    #[allow(clippy::clone_on_copy)] // Handle may be Copy (an index) or not (a shared handle)
+    fn node(&self, id: &str) -> HookResult<Handle> {
         match self.nodes.get(id) {
             Some(node) => Ok(node.clone()),
             None => other(format!("the program names {id:?} before creating it")),
@@ -371,7 +389,7 @@ impl Case {
         Ok(repeat)
     }
 
-    fn create(&mut self, step: &Value, op: &str, repeat: u64) -> HookResult<Node> {
+    fn create(&mut self, step: &Value, op: &str, repeat: u64) -> HookResult<Handle> {
         let number = |key: &str| read_number(step.get(key), key).map_err(Failure::Other);
         match op {
             "variable" => return self.engine.variable(number("value")?),
@@ -428,16 +446,8 @@ impl Case {
                     .cloned()
                     .unwrap_or_default(),
             };
-            let adjoint = if tracked {
-                Out::Num(entry.pass_adjoint)
-            } else {
-                Out::Null
-            };
-            let stored = if tracked {
-                Out::Num(entry.stored_gradient)
-            } else {
-                Out::Null
-            };
+            let adjoint = optional(entry.pass_adjoint);
+            let stored = optional(entry.stored_gradient);
             nodes.push(obj(vec![
                 ("node", Out::Str(id.clone())),
                 ("operation", Out::Str(operation)),
@@ -460,22 +470,8 @@ impl Case {
                 ("upstream", Out::Num(e.upstream)),
                 ("contribution", Out::Num(e.contribution)),
                 ("operand_tracked", Out::Bool(tracked)),
-                (
-                    "before",
-                    if tracked {
-                        Out::Num(e.before)
-                    } else {
-                        Out::Null
-                    },
-                ),
-                (
-                    "after",
-                    if tracked {
-                        Out::Num(e.after)
-                    } else {
-                        Out::Null
-                    },
-                ),
+                ("before", optional(e.before)),
+                ("after", optional(e.after)),
             ]));
         }
         Ok(obj(vec![
@@ -609,9 +605,36 @@ fn strings(items: &[&str]) -> Out {
     Out::Arr(items.iter().map(|s| Out::Str(s.to_string())).collect())
 }
 
+/// Where the replies go: a private copy of stdout, with file descriptor 1 pointed at stderr,
+/// so that whatever the engine or a library prints (`println!`, a C library's `printf`) shows
+/// on stderr and only protocol messages reach the harness. On other systems: stdout itself,
+/// so print only with `eprintln!` there.
+#[cfg(unix)]
+fn protocol_output() -> Box<dyn Write> {
+    use std::os::unix::io::FromRawFd;
+    extern "C" {
+        fn dup(fd: i32) -> i32;
+        fn dup2(from: i32, to: i32) -> i32;
+    }
+    let _ = std::io::stdout().flush();
+    // SAFETY: dup and dup2 only copy file descriptors; the copy is owned by the File alone.
+    unsafe {
+        let protocol = dup(1);
+        if protocol >= 0 && dup2(2, 1) >= 0 {
+            return Box::new(std::fs::File::from_raw_fd(protocol));
+        }
+    }
+    Box::new(std::io::stdout())
+}
+
+#[cfg(not(unix))]
+fn protocol_output() -> Box<dyn Write> {
+    Box::new(std::io::stdout())
+}
+
 fn main() {
     let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = protocol_output();
     let mut reply = |message: Out| {
         let mut line = String::new();
         message.write(&mut line);

@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint test-python test-rust test-go bench bench-html report-screenshot clean engines
+.PHONY: run test setup lint test-python test-rust test-go bench bench-html report-screenshot clean engines mutate
 
 run: setup
 	$(BIN)/conformance run
@@ -62,6 +62,14 @@ bench: setup
 	$(BIN)/python bench/mutation_score.py
 	$(BIN)/python bench/diagnosis_time.py
 	$(BIN)/python bench/bounds_check.py --examples 10000
+
+# Automatic mutation testing (bench/mutate/, README "Mutation score"): cosmic-ray over reference/,
+# cargo-mutants over the Rust port's engine files, gremlins over the Go port's autograd package, each
+# installed from its registry on first use, every mutant judged by the corpus alone. Not part of
+# `make test`: about two hours on 2 cores (README "Mutation score"). Fails when a mutant survives that bench/mutate/equivalent.toml
+# does not list.
+mutate: setup
+	$(BIN)/python bench/mutate/run.py
 
 # The matrix of real engines (docs/engines.md): the optional engines go into a venv of their own,
 # every registered adapter runs, and docs/engines.json and docs/engines.md are rewritten. tinygrad

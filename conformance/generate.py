@@ -89,7 +89,7 @@ def load_toml_cases(path: Path, source: Optional[str] = None) -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case definition: the TOML files, then the Python families."""
-    from .cases import families, principles, regressions
+    from .cases import families, principles, regressions, survivors
     from .cases import llm as llm_family
 
     cases: list[Case] = []
@@ -99,6 +99,7 @@ def all_cases() -> list[Case]:
     cases.extend(principles.cases())
     cases.extend(regressions.cases())
     cases.extend(llm_family.cases())
+    cases.extend(survivors.cases())
     _check_ids(cases)
     return cases
 

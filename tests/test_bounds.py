@@ -22,7 +22,7 @@ from hypothesis import given, settings
 
 from conformance.bounds import Quantity, derive_bounds
 from conformance.cases.case import Case
-from conformance.compare import compare, compare_level
+from conformance.compare import compare_fields, compare_level
 from conformance.fixture import load_corpus, replayable
 from conformance.fuzz import fuzz
 from conformance.generate import build_fixture, compact_bound
@@ -240,14 +240,14 @@ def test_a_tanh_that_loses_the_sign_of_zero_fails_its_signed_zero_case_under_con
 
 def test_under_numeric_a_difference_only_in_the_sign_of_zero_passes_with_a_warning():
     tanh = _fixture("ops/tanh/negative-zero")
-    found = compare(tanh, TanhFromExp().run(tanh.program), "values", profile="numeric")
+    found = compare_fields(tanh, TanhFromExp().run(tanh.program), "values", profile="numeric")
     assert found.differences == [] and [w.path for w in found.signed_zero_warnings] == ["observations[1].value"]
     relu = _fixture("ops/relu/negative-zero")
     observations = MutantEngine("relu-keeps-negative-zero").run(relu.program)
-    found = compare(relu, observations, "values", profile="numeric")
+    found = compare_fields(relu, observations, "values", profile="numeric")
     assert found.differences == [] and found.signed_zero_warnings
     assert "only the sign of zero differs" in found.signed_zero_warnings[0].note
-    exact = compare(relu, MutantEngine(None).run(relu.program), "values", profile="numeric")
+    exact = compare_fields(relu, MutantEngine(None).run(relu.program), "values", profile="numeric")
     assert exact.signed_zero_warnings == []
 
 

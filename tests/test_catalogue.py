@@ -6,12 +6,12 @@ behind the protocol through ``adapters/broken``, as a porter's engine would.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from conformance.commands.list_cases import catching_cases
 from conformance.compare import compare_level
 from conformance.diagnose import catalogue_score
 from conformance.fixture import load_corpus, replayable
@@ -46,17 +46,8 @@ def test_behind_the_protocol_the_bug_fails_and_is_named(bug):
     assert any(result.diagnosis[:1] == (BUGS[bug],) for result in run.unexpected), run.unexpected[0].message
 
 
-def _named_catches() -> dict[str, list[str]]:
-    """Bug -> the fixtures whose description says they catch it (the generator's "Catches: ... (`bug`)")."""
-    named: dict[str, list[str]] = {}
-    for fixture in CORPUS:
-        _, _, sentence = fixture.description.partition(" Catches: ")
-        for bug in re.findall(r"\(`([a-z0-9-]+)`\)", sentence):
-            named.setdefault(bug, []).append(fixture.id)
-    return named
-
-
-NAMED = _named_catches()
+#: Bug -> the fixtures whose description says they catch it, read as ``conformance list --bugs`` reads them.
+NAMED = catching_cases(CORPUS)
 
 
 @pytest.mark.parametrize("bug", list(BUGS))

@@ -254,13 +254,18 @@ def test_under_numeric_a_difference_only_in_the_sign_of_zero_passes_with_a_warni
 def test_a_run_under_numeric_prints_one_sign_of_zero_warning_line_for_an_adapter_that_passes_with_one(tmp_path):
     report = tmp_path / "report.json"
     command = f"{sys.executable} {ROOT / 'adapters' / 'broken' / 'adapter.py'} relu-keeps-negative-zero"
+    markdown, page = tmp_path / "matrix.md", tmp_path / "report.html"
     args = ["run", "--case", "ops/relu/*", "--command", command, "--profile", "numeric", "--json", str(report)]
+    args += ["--markdown", str(markdown), "--html", str(page)]
     done = subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     warnings = [line for line in done.stdout.splitlines() if line.startswith("WARNING ") and "sign of zero" in line]
     assert len(warnings) == 1 and "ops/relu/negative-zero" in warnings[0], done.stdout
     (entry,) = json.loads(report.read_text())["adapters"]
     assert "sign of zero" in entry["signed_zero_warning"]
+    for written in (markdown, page):  # every report says it, not only the terminal and the JSON
+        text = written.read_text()
+        assert text.count("WARNING broken-relu-keeps-negative-zero:") == 1 and "ops/relu/negative-zero" in text, written
     contract = subprocess.run(
         [sys.executable, "-m", "conformance.cli", "run", "--case", "ops/relu/*", "--command", command],
         capture_output=True,

@@ -21,6 +21,7 @@ from ..coverage import closest_agreeing, coverage_line
 from ..files import write_atomic
 from ..fixture import Fixture
 from ..protocol import LEVELS
+from ..report import warning_lines
 from ..runner import OUTCOMES, AdapterRun, Outcome, Result
 from .failure import failure_html, first_difference
 from .style import CSS, SCRIPT
@@ -167,7 +168,7 @@ def render(
                 sections.append(_plain_section(result, _anchor(run.name, number), body, [result.level], [result.case]))
         sections += _errors(run)
         sections.append(_down(run))
-    warnings = "".join(f"<p class='warning'>WARNING {_e(run.name)}: {_e(run.warning)}</p>" for run in runs if run.warning)
+    warnings = "".join(f"<p class='warning'>{_e(line)}</p>" for line in warning_lines(runs))
     details = "\n".join(s for s in sections if s) or "<p>Nothing failed: every result passed, was unsupported or not run.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

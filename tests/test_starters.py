@@ -157,6 +157,20 @@ def test_a_starter_filled_with_a_correct_engine_passes_every_case_at_every_level
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
+def test_the_pytest_ini_init_writes_runs_the_gate_from_the_folder_above_and_from_inside(starter, language):
+    cwd, _ = starter(language, "filled")
+    folder = cwd / "my adapter"
+    ini = (folder / "pytest.ini").read_text()
+    assert "conformance_command = " in ini and "conformance_expected_failures = expected-failures.toml" in ini
+    assert ("conformance_build = " in ini) == (language in ("rust", "go", "java", "cpp"))
+    for where, args in ((cwd, "'my adapter'"), (folder, "")):
+        out = shell(f"python -m pytest -q {args}".strip(), where)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        assert f"{RESULTS} subtests passed" in out.stdout, out.stdout[-2000:]
+        assert f"compared {RESULTS} of {RESULTS} (case, level) results" in out.stdout
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
 def test_an_unfilled_starter_runs_and_answers_every_case_with_a_not_implemented_error(starter, language):
     cwd, command = starter(language, "unfilled")
     out, report = run_json(cwd, command)
@@ -233,7 +247,7 @@ def test_init_prints_the_files_it_wrote_and_the_exact_next_commands(tmp_path):
     assert out.returncode == 0, out.stderr
     written = sorted(p.relative_to(tmp_path / "conformance-adapter").as_posix() for p in tmp_path.rglob("*") if p.is_file())
     shipped = (p.relative_to(STARTERS / "rust").as_posix() for p in starter_sources("rust"))
-    assert written == sorted(".gitignore" if name == "gitignore" else name for name in shipped)
+    assert written == sorted([".gitignore" if name == "gitignore" else name for name in shipped] + ["pytest.ini"])
     for name in written:
         assert f"conformance-adapter/{name}" in out.stdout
     assert next_commands(out.stdout) == [

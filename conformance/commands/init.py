@@ -2,8 +2,9 @@
 
 The starters are package data (``conformance/starters/<lang>/``), so an installed
 kit writes them anywhere. Each is a protocol loop the porter does not edit, one
-file of engine hooks they fill in, an empty expected-failures file, a CI snippet
-and a README. Nothing is ever overwritten: if any target file exists, nothing is
+file of engine hooks they fill in, an empty expected-failures file, a CI snippet,
+a README and a ``pytest.ini`` (written from the starter's row below: ``pytest DIR``
+runs the gate, building first). Nothing is ever overwritten: if any target file exists, nothing is
 written at all. After writing, it prints the exact commands to build and run, and,
 for a language that needs a build, the same gate with the kit running the build
 first (``--build`` / ``--conformance-build``), so a stale binary is never checked.
@@ -57,6 +58,28 @@ LANGUAGES = tuple(STARTERS)
 BUILD_OUTPUTS = ("__pycache__", "target", "adapter")
 #: Files whose ``@DIR@`` becomes the folder the starter is written to, so their commands are exact.
 TEMPLATES = ("README.md", "ci-snippet.yml")
+
+
+#: The pytest settings written beside the starter: the gate as ``pytest DIR`` (or ``cd DIR && pytest``) runs it.
+PYTEST_INI = "pytest.ini"
+
+
+def pytest_ini(language: str) -> bytes:
+    """The starter's pytest settings; the plugin reads an ini file's commands and paths from the ini file's folder."""
+    build, command = commands(language, ".")
+    lines = [
+        "# The conformance gate as pytest runs it: `pytest DIR` from the folder above, or `cd DIR && pytest`.",
+        "# The commands and paths below are read from this folder. Written by `conformance init`.",
+        "[pytest]",
+        "addopts = -p no:cacheprovider",
+        "testpaths = .",
+        f"norecursedirs = {' '.join(BUILD_OUTPUTS)} node_modules .git",
+    ]
+    if build:
+        lines.append("# Built before the session, so the gate never checks a stale binary.")
+        lines.append(f"conformance_build = {build}")
+    lines += [f"conformance_command = {command}", "conformance_expected_failures = expected-failures.toml", ""]
+    return "\n".join(lines).encode()
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -130,19 +153,20 @@ def run(args: argparse.Namespace) -> int:
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} is a file, not a folder; nothing was written")
     found = list(starter_files(language))
-    for relative, _ in found:
+    contents = [(relative, source.read_bytes()) for relative, source in found] + [(PYTEST_INI, pytest_ini(language))]
+    for relative, _ in contents:
         path = target / relative
         if path.exists() or path.is_symlink():
             raise UsageError(f"{path} already exists; nothing was written (choose another DIR or move it away)")
     folder = shlex.quote(args.dir.rstrip("/") or ".")
     try:
-        write_all(target, [(relative, source.read_bytes()) for relative, source in found], folder)
+        write_all(target, contents, folder)
     except OSError as error:
         raise UsageError(f"cannot write the starter to {target}: {error}; nothing was written") from None
     build, command = commands(language, args.dir)
     expected = shlex.quote(f"{args.dir.rstrip('/') or '.'}/expected-failures.toml")
     print(f"wrote a {language} starter adapter to {target}:")
-    for relative, _ in found:
+    for relative, _ in contents:
         print(f"  {target / relative}")
     print(f"\nnext: connect the hooks in {target / STARTERS[language].hooks} to your engine, then run:")
     if build:
@@ -155,4 +179,6 @@ def run(args: argparse.Namespace) -> int:
             f"  pytest --conformance-build {quote(build)} --conformance-command {quote(command)}"
             f" --conformance-expected-failures {expected}"
         )
+    print(f"\nthe same gate under pytest, from {target / PYTEST_INI} (it builds first where a build is needed):")
+    print(f"  pytest {shlex.quote(args.dir.rstrip('/') or '.')}")
     return 0

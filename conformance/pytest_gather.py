@@ -135,6 +135,21 @@ class Gatherer:
                 run.rename(engine_name(run.handshake, run.name, [name for name in runs if name != run.name]))
         return runs
 
+    def _explain(self, runs: list[AdapterRun]) -> None:
+        """Take back each name the rest of the session contradicts, and explain each run's wrong answers together.
+
+        The workers named the mistakes case by case; only here are all of an adapter's results in one place.
+        """
+        from .consistency import explain_run
+        from .diagnose import Diagnoser
+
+        cases = {fixture.id: fixture for fixture in self.state.fixtures}
+        for run in runs:
+            if run.handshake is not None:
+                run.results, run.explanation = explain_run(
+                    run.results, cases, Diagnoser(), run.handshake.profile, edges=run.handshake.trace == "full"
+                )
+
     def _run(self, name: str) -> AdapterRun:
         """An adapter's run with no results yet, and its hello as gathered."""
         run = AdapterRun(name)
@@ -185,6 +200,7 @@ class Gatherer:
         runs = list(gathered.values())
         if not runs:
             return
+        self._explain(runs)
         terminalreporter.section("conformance")
         for line in matrix_text(runs).splitlines():
             terminalreporter.write_line(line)
@@ -194,6 +210,9 @@ class Gatherer:
         for own, run in gathered.items():  # each stale or too broad expected failure, judged over every case of the session
             for note in _expected_notes(adapters.get(own), run.results):
                 terminalreporter.write_line(f"{run.name}: {note}", yellow=True)
+        for run in runs:
+            for line in run.explanation.lines() if run.explanation is not None else ():
+                terminalreporter.write_line(f"DIAGNOSIS {run.name}: {line}")
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

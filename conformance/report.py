@@ -120,6 +120,8 @@ def details_text(runs: list[AdapterRun]) -> str:
             block = [f"{_WORDS[first.outcome]} {first.adapter} {where}"]
             block += [f"  {line}" for line in first.explanation().splitlines()]
             blocks.append("\n".join(block))
+        if run.explanation is not None and run.explanation.lines():
+            blocks.append("\n".join(f"DIAGNOSIS {run.name}: {line}" for line in run.explanation.lines()))
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
         elif run.count(Outcome.NOT_RUN):
@@ -186,6 +188,7 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         if run.warning:
             entry["warning"] = run.warning
         entry["signed_zero_warning"] = run.signed_zero_warning
+        entry["explanation"] = run.explanation.to_json() if run.explanation is not None else None
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:
@@ -255,6 +258,9 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if run.available:
             lines.append(f"\n{run.name}: {coverage_line(run)}.")
+    for run in runs:
+        if run.explanation is not None and run.explanation.lines():
+            lines.append("\n" + "\n".join(f"{run.name}: {line}." for line in run.explanation.lines()))
     profiles = [f"{run.name} {run.handshake.profile}" for run in runs if run.handshake is not None]
     if profiles:
         lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")

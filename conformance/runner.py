@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .compare import compare_fields
+from .consistency import Explanation, explain_run
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
@@ -125,6 +126,8 @@ class AdapterRun:
     """The adapter's expected-failures file, if it has one."""
     unreviewed: int = 0
     """How many of its entries are unreviewed drafts (``unreviewed = true``)."""
+    explanation: Optional[Explanation] = None
+    """What the catalogue says of its wrong answers taken together (``conformance.consistency``), once the run ended."""
 
     @property
     def warning(self) -> Optional[str]:
@@ -499,6 +502,14 @@ def run_adapter(
             run.results += not_run(name, fixture, f"the run was {run.interrupted}")
     if progress:
         progress(len(fixtures), len(fixtures), "")
+    if session.hello is not None:  # a name the rest of the run contradicts is taken back
+        run.results, run.explanation = explain_run(
+            run.results,
+            {fixture.id: fixture for fixture in fixtures},
+            session.diagnoser,
+            session.hello.profile,
+            edges=session.hello.trace == "full",
+        )
     run.down = session.down
     run.seconds = time.monotonic() - started
     return run

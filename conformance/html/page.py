@@ -169,6 +169,12 @@ def render(
         sections += _errors(run)
         sections.append(_down(run))
     warnings = "".join(f"<p class='warning'>{_e(line)}</p>" for line in warning_lines(runs))
+    warnings += "".join(
+        f"<p class='diagnosis'><b>{_e(run.name)}:</b> {_e(line)}</p>"
+        for run in runs
+        if run.explanation is not None
+        for line in run.explanation.lines()
+    )
     details = "\n".join(s for s in sections if s) or "<p>Nothing failed: every result passed, was unsupported or not run.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from conformance.compare import compare_level
 from conformance.diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
 from conformance.execute import run_program
 from conformance.fixture import load_corpus
+from conformance.html import write_report
 from conformance.mutants import BUGS, Bug, MutantEngine
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import FEATURES, LEVELS
@@ -67,7 +69,7 @@ def test_every_name_left_is_one_whose_variant_passes_every_result_the_engine_pas
                 assert not compare_level(fixture, simulated, result.level, limit=1)[0], (description, result.case)
 
 
-def test_a_catalogue_mistake_is_the_one_explanation_and_the_names_it_contradicts_are_set_aside():
+def test_a_catalogue_mistake_is_the_one_explanation_and_the_names_it_contradicts_are_set_aside(tmp_path):
     adapter_run = run("assign", MutantEngine(Bug.ASSIGN).run)
     explanation = adapter_run.explanation
     assert explanation is not None
@@ -82,6 +84,9 @@ def test_a_catalogue_mistake_is_the_one_explanation_and_the_names_it_contradicts
     data = to_json([adapter_run])["adapters"][0]["explanation"]
     assert data["summary"] == explanation.line() and {"mistake": ADD, "case": add.case, "level": add.level} in data["set_aside"]
     assert f"assign: {explanation.line()}." in markdown([adapter_run])
+    write_report([adapter_run], CORPUS, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert html.escape(explanation.line()) in page and html.escape(add.describe()) in page
 
 
 def test_a_mistake_outside_the_catalogue_gets_no_name_that_a_passing_case_contradicts():

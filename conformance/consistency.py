@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Protocol, Sequence, TypeVar
 
-from .compare import DEFAULT_PROFILE, compare_level
+from .compare import DEFAULT_PROFILE, FLOAT32_ULPS, compare_level
 from .diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
 from .fixture import REPLAY_MAX_STEPS, Fixture
 from .mutants import BUGS
@@ -42,6 +42,8 @@ class Judged(Protocol):
     def diagnosis(self) -> tuple[str, ...]: ...
     @property
     def compared(self) -> int: ...
+    @property
+    def single_precision(self) -> bool: ...
 
 
 R = TypeVar("R", bound=Judged)
@@ -72,6 +74,8 @@ class Explanation:
     set_aside: tuple[SetAside, ...] = field(default=())
     unreplayed: int = 0
     """How many of the wrong answers are in cases too large to replay (over ``DIAGNOSIS_MAX_STEPS`` steps)."""
+    single_precision: int = 0
+    """How many of the wrong answers differ only by float32 rounding (``compare.single_precision``)."""
 
     def line(self) -> Optional[str]:
         """The summary line every report shows, or None when there was no wrong answer."""
@@ -95,10 +99,25 @@ class Explanation:
             )
         return f"no known mistake explains any of the {replayed} failure(s){note}"
 
+    def precision_line(self) -> Optional[str]:
+        """One line when wrong answers differ from the contract by float32 rounding alone, or None."""
+        if not self.single_precision:
+            return None
+        how = (
+            f"the contract's value as float32 makes it (within {FLOAT32_ULPS} float32 ulps; infinite past float32's "
+            "largest value, underflowed below its smallest normal one)"
+        )
+        if self.single_precision == self.wrong:
+            return (
+                f"every differing float of the {self.wrong} failure(s) is {how}: "
+                "this engine computes in single precision, not in float64 as the contract does"
+            )
+        return f"{self.single_precision} of the {self.wrong} failures differ only as float32 would: each differing float is {how}"
+
     def lines(self) -> list[str]:
-        """The summary line, then one line per name set aside."""
-        head = self.line()
-        return ([head] if head else []) + [each.describe() for each in self.set_aside]
+        """The summary line, the single-precision line, then one line per name set aside."""
+        head = [line for line in (self.line(), self.precision_line()) if line]
+        return head + [each.describe() for each in self.set_aside]
 
     def to_json(self) -> dict[str, Any]:
         """The explanation as report data."""
@@ -106,6 +125,8 @@ class Explanation:
             "summary": self.line(),
             "wrong": self.wrong,
             "unreplayed": self.unreplayed,
+            "single_precision": self.single_precision,
+            "precision": self.precision_line(),
             "named": [{"mistake": description, "explains": count} for description, count in self.counts],
             "set_aside": [{"mistake": s.description, "case": s.case, "level": s.level} for s in self.set_aside],
         }
@@ -150,7 +171,8 @@ def explain_run(
     order = {description: index for index, description in enumerate(BUGS.values())}
     counts = tuple(sorted(tally.items(), key=lambda item: (-item[1], order[item[0]])))
     unreplayed = sum(1 for r in wrong if not _can_replay(fixtures.get(r.case)))
-    return kept, Explanation(len(wrong), counts, tuple(set_aside), unreplayed)
+    single = sum(1 for r in wrong if r.single_precision)
+    return kept, Explanation(len(wrong), counts, tuple(set_aside), unreplayed, single)
 
 
 def _is_wrong(result: Judged) -> bool:

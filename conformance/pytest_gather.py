@@ -125,6 +125,7 @@ class Gatherer:
                     _observations(data, programs),
                     data.get("stderr", ""),
                     int(data.get("compared") or 0),
+                    single_precision=bool(data.get("single_precision")),
                 )
             )
         adapters = {adapter.name: adapter for adapter in self.state.adapters}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_fields
+from .compare import compare_fields, single_precision
 from .consistency import Explanation, explain_run
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
@@ -80,6 +80,8 @@ class Result:
     """How many fields the comparison at this level compared (0: the adapter's answer was not compared)."""
     signed_zero_warnings: tuple[str, ...] = ()
     """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
+    single_precision: bool = False
+    """A wrong answer whose every difference is float32 rounding of the expected float (``compare.single_precision``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -91,6 +93,8 @@ class Result:
             data["reason"] = self.reason
         data["largest_share"] = self.largest_share
         data["compared"] = self.compared
+        if self.single_precision:
+            data["single_precision"] = True
         if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -576,6 +580,7 @@ def run_case(
                 tuple(observations),
                 stderr,
                 comparison.compared,
+                single_precision=single_precision(differences),
             )
         else:
             signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from conformance.transport import Handshake
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "conformance")
 BROKEN = f"{sys.executable} {ROOT / 'adapters/broken/adapter.py'}"
 #: Every case the catalogue replays (the large ones would only slow the test: they are never replayed).
 CORPUS = [fixture for fixture in load_corpus() if fixture.size <= DIAGNOSIS_MAX_STEPS]
@@ -132,3 +134,26 @@ def test_the_pytest_summary_explains_the_session_and_its_json_report_drops_contr
     data = json.loads(report.read_text())
     assert data["adapters"][0]["explanation"]["summary"].startswith("one known mistake explains every failure")
     assert all(ADD not in r.get("diagnosis", []) for r in data["results"])
+
+
+def test_an_engine_in_single_precision_gets_one_line_saying_so(tmp_path):
+    report = tmp_path / "report.json"
+    command = f"{sys.executable} {ROOT / 'tests/fakes/float32_adapter.py'}"
+    out = subprocess.run(
+        [CLI, "run", "--command", command, "--case", "ops/*", "--case", "seeds/*", "--json", report],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert out.returncode == 1, out.stderr[-2000:]
+    explanation = json.loads(report.read_text())["adapters"][0]["explanation"]
+    assert explanation["wrong"] > 10 and explanation["single_precision"] == explanation["wrong"]
+    line = explanation["precision"]
+    assert line.startswith(f"every differing float of the {explanation['wrong']} failure(s) is the contract's value")
+    assert "this engine computes in single precision" in line
+    assert f"DIAGNOSIS float32-fake: {line}" in out.stdout
+
+
+def test_a_wrong_answer_that_is_not_float32_rounding_is_not_called_single_precision():
+    adapter_run = run("assign", MutantEngine(Bug.ASSIGN).run)
+    assert adapter_run.explanation is not None and adapter_run.explanation.precision_line() is None

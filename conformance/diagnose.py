@@ -158,10 +158,43 @@ def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) ->
     return None
 
 
-def diagnose_error(message: str) -> Optional[str]:
-    """A diagnosis for an adapter error, when its message or stderr shows one."""
+def diagnose_error(message: str, fixture: Optional[Fixture] = None) -> Optional[str]:
+    """A diagnosis for an adapter error, when its message or stderr shows one (``fixture``: the case it ran).
+
+    Recursion limits and stack overflows are named whatever the case; the exceptions a Python engine raises
+    where the contract computes an infinity or nan are named when the case has the op that explains them.
+    """
     if any(word in message for word in _RECURSION_WORDS):
         return BUGS[Bug.RECURSIVE_TOPO]
+    if fixture is None:
+        return None
+    ops = {step.op for step in fixture.program}
+    pow_at_zero = any(step.op == "pow" and step.exponent == 0.0 for step in fixture.program)
+    if "cannot be raised to a negative power" in message or ("ZeroDivisionError" in message and pow_at_zero):
+        if pow_at_zero:
+            return BUGS[Bug.POW_DERIVATIVE_AT_C_0] + "; in Python, 0.0 ** -1.0 raises ZeroDivisionError"
+        return (
+            "pow computed with Python's ** raises ZeroDivisionError for a zero base and a negative exponent, where the "
+            "contract's value is infinite and the step fails with non-finite-value"
+        )
+    if "ZeroDivisionError" in message and "div" in ops:
+        return (
+            "a division by zero computed with Python's /, which raises ZeroDivisionError, where the contract's IEEE "
+            "division gives an infinity or nan and the step fails with non-finite-value (or backward with a "
+            "non-finite error)"
+        )
+    if "OverflowError" in message or "Numerical result out of range" in message or "math range error" in message:
+        if "div" in ops and "Numerical result out of range" in message:
+            return BUGS[Bug.DIV_DERIVATIVE_SQUARED] + "; in Python, b ** 2 raises OverflowError where b * b is inf"
+        return (
+            "a Python float operation (** or math.exp) raised OverflowError where the contract's result is infinite: "
+            "the contract fails that step with non-finite-value (or backward with a non-finite error) instead"
+        )
+    if "math domain error" in message:
+        return (
+            "math.log (or another math function) raised ValueError outside its domain, where the contract's result is "
+            "nan or -inf and the step fails with non-finite-value"
+        )
     return None
 
 
@@ -211,7 +244,7 @@ def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantSco
             except Exception as error:  # noqa: BLE001 - a crashing engine is caught as an adapter error
                 killed = killed or (fixture.id, "error")
                 tried += 1
-                if diagnose_error(f"{type(error).__name__}: {error}") == description:
+                if diagnose_error(f"{type(error).__name__}: {error}", fixture) == description:
                     named = (fixture.id, "error")
                 continue
             for level in fixture.levels:

@@ -605,7 +605,7 @@ def reads_records(levels: Iterable[str]) -> bool:
 
 
 def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, expected: list[Expected]) -> list[Result]:
-    hint = diagnose_error(message)
+    hint = diagnose_error(message, fixture)
     return [
         _apply_expected(Result(name, fixture.id, level, Outcome.ERROR, message, (hint,) if hint else ()), expected)
         for level in levels

@@ -157,3 +157,16 @@ def test_an_engine_in_single_precision_gets_one_line_saying_so(tmp_path):
 def test_a_wrong_answer_that_is_not_float32_rounding_is_not_called_single_precision():
     adapter_run = run("assign", MutantEngine(Bug.ASSIGN).run)
     assert adapter_run.explanation is not None and adapter_run.explanation.precision_line() is None
+
+
+def test_an_engine_that_raises_in_pows_derivative_at_c_0_gets_that_mistake_named_on_the_case():
+    from conformance.transport import AdapterFault
+
+    def engine(program, records):
+        if any(step.op == "pow" and step.exponent == 0.0 for step in program):
+            raise AdapterFault("the adapter reported an error: ZeroDivisionError: 0.0 cannot be raised to a negative power")
+        return run_program(program, record_pass=records)
+
+    adapter_run = run("raises", engine)
+    errors = [r for r in adapter_run.results if r.outcome == Outcome.ERROR]
+    assert errors and all(r.diagnosis and r.diagnosis[0].startswith(BUGS[Bug.POW_DERIVATIVE_AT_C_0]) for r in errors)

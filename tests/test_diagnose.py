@@ -111,3 +111,36 @@ def test_no_derivative_is_implied_where_the_values_differ_or_the_case_has_more_t
     observations = list(wrong_value.expected)
     observations[1] = msgspec.structs.replace(observations[1], value=0.5)
     assert implied_derivative(wrong_value, observations) is None
+
+
+def _case(steps):
+    return build_fixture(Case("t/case", "a case", parse_program(steps, "test"), "test"))
+
+
+def test_the_exceptions_a_python_engine_raises_are_named_where_the_case_has_the_op_that_explains_them():
+    from conformance.diagnose import diagnose_error
+
+    pow_at_zero = _case(
+        [
+            {"id": "a", "op": "variable", "value": 0.0},
+            {"id": "p", "op": "pow", "operands": ["a"], "exponent": 0.0},
+            {"op": "backward", "output": "p"},
+        ]
+    )
+    raised = "ZeroDivisionError: 0.0 cannot be raised to a negative power"
+    assert diagnose_error(raised, pow_at_zero).startswith(BUGS["pow-derivative-at-c-0"])
+    division = _case(
+        [
+            {"id": "a", "op": "variable", "value": 1e200},
+            {"id": "b", "op": "variable", "value": 1e200},
+            {"id": "q", "op": "div", "operands": ["a", "b"]},
+            {"op": "backward", "output": "q"},
+        ]
+    )
+    overflow = "OverflowError: (34, 'Numerical result out of range')"
+    assert diagnose_error(overflow, division).startswith(BUGS["div-derivative-squared"])
+    assert "ZeroDivisionError" in diagnose_error("ZeroDivisionError: float division by zero", division)
+    assert "outside its domain" in diagnose_error("ValueError: math domain error", pow_at_zero)
+    # Without the case, or with a message that says nothing of the kind, nothing is named.
+    assert diagnose_error(raised) is None and diagnose_error("KeyError: 'n2'", division) is None
+    assert diagnose_error("RecursionError: maximum recursion depth exceeded") == BUGS["recursive-topo"]

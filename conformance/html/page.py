@@ -62,7 +62,11 @@ def _adapters(runs: list[AdapterRun], fixtures: dict[str, Fixture]) -> str:
         hello = run.handshake
         engine = [hello.name, hello.version, hello.language, hello.profile] if hello is not None else ["?", "?", "?", "?"]
         ulps = _largest_ulps(run, fixtures)
-        shown = "none (no wrong answer)" if ulps is None else ("inf" if math.isinf(ulps) else f"{ulps:.3g}")
+        shown = (
+            "none (no wrong answer)"
+            if ulps is None
+            else ("not finite: a nan or an infinity differs" if math.isinf(ulps) else f"{ulps:.3g}")
+        )
         closest = closest_agreeing(run) or "none (no result passed)"
         cells = [run.name, *engine, shown, closest, f"{run.seconds:.1f} s", coverage_line(run)]
         rows.append(f"<tr {attrs}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")

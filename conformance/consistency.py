@@ -101,8 +101,8 @@ class Explanation:
 
     def precision_line(self) -> Optional[str]:
         """One line when wrong answers differ from the contract by float32 rounding alone, or None."""
-        if not self.single_precision:
-            return None
+        if not self.single_precision or 2 * self.single_precision < self.wrong:
+            return None  # a few wrong floats that happen to be float32 numbers near the right one say nothing
         how = (
             f"the contract's value as float32 makes it (within {FLOAT32_ULPS} float32 ulps; infinite past float32's "
             "largest value, underflowed below its smallest normal one)"

@@ -119,9 +119,13 @@ def details_text(runs: list[AdapterRun]) -> str:
                 where = f"{len(group)} results in {len(cases)} case(s): {shown}"
             block = [f"{_WORDS[first.outcome]} {first.adapter} {where}"]
             block += [f"  {line}" for line in first.explanation().splitlines()]
+            reproducer = run.reproducers.get((first.case, first.level)) if len(group) == 1 else None
+            if reproducer is not None:
+                block += [f"  {line}" for line in reproducer.lines()]
             blocks.append("\n".join(block))
         if run.explanation is not None and run.explanation.lines():
             blocks.append("\n".join(f"DIAGNOSIS {run.name}: {line}" for line in run.explanation.lines()))
+        blocks += [f"NOTE {run.name}: {note}" for note in run.reproducer_notes]
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
         elif run.count(Outcome.NOT_RUN):
@@ -197,8 +201,17 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         if run.available:
             entry["coverage"] = coverage_json(run)
         adapters.append(entry)
-    results = [r.to_json() for run in runs for r in run.results]
+    results = [_result_json(run, r) for run in runs for r in run.results]
     return {**kit_json(), "adapters": adapters, "results": results, "summary": summary_line(runs)}
+
+
+def _result_json(run: AdapterRun, result: Result) -> dict[str, Any]:
+    """A result's report entry, with its minimal reproducer when the run shrank one."""
+    data = result.to_json()
+    reproducer = run.reproducers.get((result.case, result.level))
+    if reproducer is not None:
+        data["reproducer"] = reproducer.to_json()
+    return data
 
 
 def write_json(runs: list[AdapterRun], path: Path) -> None:
@@ -261,6 +274,13 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if run.explanation is not None and run.explanation.lines():
             lines.append("\n" + "\n".join(f"{run.name}: {line}." for line in run.explanation.lines()))
+    for run in runs:
+        if run.reproducers:
+            lines.append(f"\n{run.name}: minimal reproducers of its failures:\n")
+            for (case, level), reproducer in sorted(run.reproducers.items()):
+                steps = "; ".join(step.describe() for step in reproducer.program)
+                rerun = f" Re-run: `{reproducer.rerun}`." if reproducer.rerun else ""
+                lines.append(f"- `{case}` [{level}], {len(reproducer.program)} steps: `{steps}`.{rerun}")
     profiles = [f"{run.name} {run.handshake.profile}" for run in runs if run.handshake is not None]
     if profiles:
         lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")

@@ -21,6 +21,7 @@ started them: ``--keep-going`` compares signatures after shrinking (conformance/
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, Iterator, Optional, TypeVar
 
 import msgspec
@@ -36,16 +37,25 @@ SIMPLE_VALUES = (1.0, 2.0, 0.0, -1.0, 0.5, -2.0, 3.0)
 SHRINK_BUDGET = 400
 
 
-def shrink_program(program: Program, still: Callable[[Program], Optional[T]], budget: int = SHRINK_BUDGET) -> Optional[T]:
+def shrink_program(
+    program: Program,
+    still: Callable[[Program], Optional[T]],
+    budget: int = SHRINK_BUDGET,
+    *,
+    deadline: Optional[float] = None,
+) -> Optional[T]:
     """The last result of ``still`` on the smallest program reached from ``program``; None if no change held.
 
     ``still(candidate)`` returns the divergence the candidate shows, or None when it does
-    not diverge the same way; it is called at most ``budget`` times.
+    not diverge the same way; it is called at most ``budget`` times, and not after ``deadline``
+    (a ``time.monotonic()`` value), when one is given.
     """
     current, found, tries = program, None, [0]
 
     def attempt(candidate: Program) -> bool:
         nonlocal current, found
+        if deadline is not None and time.monotonic() > deadline:
+            tries[0] = budget  # out of time: every later attempt is refused at once
         if candidate == current or tries[0] >= budget:
             return False
         tries[0] += 1

@@ -46,8 +46,9 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..runner import AdapterRun, engine_name, not_run, run_adapter, select
-from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
+from ..program import Program
+from ..runner import AdapterRun, Outcome, engine_name, not_run, run_adapter, select
+from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, AdapterFault, Transport
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -97,6 +98,21 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "(docs/contract.md section 9: contract compares exact cases bit for bit, numeric compares every case under "
         "its derived bounds)",
     )
+    parser.add_argument(
+        "--no-shrink", action="store_true", help="do not shrink each failure to a minimal reproducer after the run"
+    )
+    parser.add_argument(
+        "--shrink-seconds",
+        type=float,
+        metavar="S",
+        help=f"time for shrinking an adapter's failures in all (default: twice its run's time, at least {MIN_SHRINK_SECONDS:g} s)",
+    )
+    parser.add_argument(
+        "--reproducers",
+        type=Path,
+        metavar="DIR",
+        help="save each minimal reproducer as a case (DIR/cases) and its fixture (DIR/fixtures), with its re-run command",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
     parser.add_argument(
         "--html", type=Path, metavar="FILE", help="write the HTML report: matrix, and the graph of every failure (one file)"
@@ -111,6 +127,10 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     add_fixtures_option(parser)
     parser.set_defaults(handler=run)
+
+
+#: The shrinking budget of a run, by default: twice the run's own time, and at least this many seconds.
+MIN_SHRINK_SECONDS = 10.0
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -170,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
     timeout = positive(args.timeout, "--timeout")
     handshake_timeout = positive(args.handshake_timeout, "--handshake-timeout")
     max_time = positive(args.max_time, "--max-time")
+    positive(args.shrink_seconds, "--shrink-seconds")
+    if args.reproducers is not None and args.reproducers.exists() and not args.reproducers.is_dir():
+        raise UsageError(f"--reproducers {args.reproducers}: is a file, not a folder; nothing was run")
     adapters = choose_adapters(
         command=args.command, names=args.adapter, expected_failures=args.expected_failures, registry=args.registry
     )
@@ -331,6 +354,7 @@ def _run_one(
             on_result=log.results,
             profile=args.profile,
         )
+        _shrink_failures(run, adapter, opened.transport, fixtures, args, log, started=time.monotonic())
     finally:
         opened.close()
     log.finish(run)
@@ -343,6 +367,58 @@ def _run_one(
             log.note(f"{adapter.name}: {path}: {note}")
     run.unreviewed = sum(entry.unreviewed for entry in expected)
     return run, None
+
+
+def _shrink_failures(
+    run: AdapterRun,
+    adapter: AdapterConfig,
+    transport: Transport,
+    fixtures: list[Fixture],
+    args: argparse.Namespace,
+    log: LiveLog,
+    started: float,
+) -> None:
+    """A minimal reproducer for each failed (case, level), unless --no-shrink; saved as cases with --reproducers."""
+    if args.no_shrink or run.down is not None or run.interrupted or run.handshake is None:
+        return
+    if not any(result.outcome == Outcome.FAILED for result in run.results):
+        return
+    from ..reproduce import reproduce_run
+
+    budget = args.shrink_seconds if args.shrink_seconds is not None else max(2 * run.seconds, MIN_SHRINK_SECONDS)
+    log.note(f"{run.name}: shrinking each failure to a minimal reproducer (at most {budget:.0f} s; --no-shrink skips it)")
+    by_id = {fixture.id: fixture for fixture in fixtures}
+    try:
+        run.reproducers, run.reproducer_notes = reproduce_run(
+            run.results, transport, by_id, run.handshake.profile, seconds=budget
+        )
+    except AdapterFault as fault:  # the adapter died while shrinking: the run's results stand
+        run.reproducer_notes = [f"shrinking stopped: {fault}"]
+    if args.reproducers is not None:
+        which = f"--command {shlex.quote(adapter.command)}" if adapter.ad_hoc else f"--adapter {shlex.quote(adapter.name)}"
+        _save_reproducers(run, args.reproducers, which)
+    log.note(f"{run.name}: {len(run.reproducers)} reproducer(s) in {time.monotonic() - started:.1f} s")
+
+
+def _save_reproducers(run: AdapterRun, folder: Path, adapter_option: str) -> None:
+    """Each reproducer as a case (``folder/cases``) and its fixture (``folder/fixtures``), with the command re-running it.
+
+    Written as ``conformance fuzz --save`` writes a regression, so ``conformance regen --cases FOLDER/cases
+    --fixtures FOLDER/fixtures`` re-derives the fixtures after an upgrade of the kit.
+    """
+    from ..fuzz import save_regression
+
+    saved: dict[Program, str] = {}
+    fixtures = folder / "fixtures"
+    try:
+        for key, reproducer in sorted(run.reproducers.items()):
+            if reproducer.program not in saved:
+                case, _, _ = save_regression(reproducer.program, folder / "cases", fixtures)
+                saved[reproducer.program] = case.id
+            rerun = f"conformance run {adapter_option} --fixtures {shlex.quote(str(fixtures))} --case {saved[reproducer.program]}"
+            run.reproducers[key] = replace(reproducer, rerun=rerun)
+    except OSError as error:
+        raise UsageError(f"--reproducers {folder}: cannot write there: {error}") from None
 
 
 def _update_expected(adapter: AdapterConfig, run: AdapterRun, old: list[Expected], args: argparse.Namespace) -> list[Expected]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..compare import Difference, as_float, compare_level, show
 from ..fixture import Fixture
@@ -20,6 +20,9 @@ from ..runner import Result
 from ..transport import Handshake
 from .draw import number, svg
 from .graph import Focus, build_graph, focus_of
+
+if TYPE_CHECKING:
+    from ..reproduce import Reproducer
 
 #: Lines of the adapter's stderr a failure shows.
 STDERR_LINES = 15
@@ -37,13 +40,17 @@ def first_difference(result: Result, fixture: Fixture, hello: Optional[Handshake
     return found[0] if found else None
 
 
-def failure_html(result: Result, fixture: Fixture, hello: Optional[Handshake], anchor: str) -> str:
-    """The section of one failed (or xfailed) result."""
+def failure_html(
+    result: Result, fixture: Fixture, hello: Optional[Handshake], anchor: str, reproducer: Optional["Reproducer"] = None
+) -> str:
+    """The section of one failed (or xfailed) result, with its minimal reproducer when the run shrank one."""
     e = html.escape
     parts = [_heading(result, anchor)]
     parts.append(f"<p class='message'>{e(result.message)}</p>")
     for hint in result.diagnosis:
         parts.append(f"<p class='bug'><b>likely bug:</b> {e(hint)}</p>")
+    if reproducer is not None:
+        parts.append(f"<pre class='reproducer'>{e(chr(10).join(reproducer.lines()))}</pre>")
     if result.reason:
         parts.append(f"<p class='reason'><b>expected failure:</b> {e(result.reason)}</p>")
     rules = result.rules()

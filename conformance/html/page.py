@@ -165,7 +165,15 @@ def render(
         for number, result in enumerate(run.results):
             fixture = fixtures.get(result.case)
             if result.outcome in (Outcome.FAILED, Outcome.XFAILED) and fixture is not None and result.observations is not None:
-                sections.append(failure_html(result, fixture, run.handshake, _anchor(run.name, number)))
+                sections.append(
+                    failure_html(
+                        result,
+                        fixture,
+                        run.handshake,
+                        _anchor(run.name, number),
+                        run.reproducers.get((result.case, result.level)),
+                    )
+                )
             elif result.outcome == Outcome.XFAILED:
                 body = f"<p class='reason'><b>expected failure:</b> {_e(result.reason)}</p>"
                 body += f"<pre class='message'>{_e(result.message)}</pre>"

@@ -19,10 +19,8 @@ from typing import Any, Mapping, Optional, Protocol, Sequence, TypeVar
 from .compare import DEFAULT_PROFILE, FLOAT32_ULPS, compare_level
 from .diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
 from .fixture import REPLAY_MAX_STEPS, Fixture
-from .mutants import BUGS
+from .mutants import BUGS, bug_named
 
-#: The catalogue's mistakes by their description, as diagnoses name them.
-_BY_DESCRIPTION = {description: bug for bug, description in BUGS.items()}
 #: The outcomes (``runner.Outcome``'s values) of a wrong answer (an expected failure still is one), and of an
 #: answer that agreed.
 _WRONG = ("failed", "xfailed")
@@ -147,7 +145,7 @@ def explain_run(
     once); ``profile`` and ``edges`` are how the adapter was compared.
     """
     wrong = [r for r in results if _is_wrong(r)]
-    named = {hint for r in wrong for hint in r.diagnosis if hint in _BY_DESCRIPTION}
+    named = {hint for r in wrong for hint in r.diagnosis if bug_named(hint) is not None}
     agreed = [r for r in results if r.outcome in _AGREED and _can_replay(fixtures.get(r.case))]
     agreed.sort(key=lambda r: (fixtures[r.case].size, r.case, r.level))
     set_aside: list[SetAside] = []
@@ -166,7 +164,7 @@ def explain_run(
     for r in kept:
         if _is_wrong(r):
             for hint in r.diagnosis:
-                if hint in _BY_DESCRIPTION:
+                if bug_named(hint) is not None:
                     tally[hint] = tally.get(hint, 0) + 1
     order = {description: index for index, description in enumerate(BUGS.values())}
     counts = tuple(sorted(tally.items(), key=lambda item: (-item[1], order[item[0]])))
@@ -193,7 +191,8 @@ def _contradiction(
     edges: bool,
 ) -> Optional[tuple[str, str]]:
     """The first (case, level) the engine passed that the mistake's variant fails, if any."""
-    bug = _BY_DESCRIPTION[description]
+    bug = bug_named(description)
+    assert bug is not None, description  # only the catalogue's own descriptions are looked up
     for result in agreed:
         fixture = fixtures[result.case]
         simulated = diagnoser.simulate(fixture, bug)

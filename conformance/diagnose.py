@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
 from .mutants import BUGS, Bug, MutantEngine
+from .program import LEAF_OPS
 from .protocol import Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
@@ -112,7 +113,6 @@ def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: 
 
 #: The levels whose differences a wrong local derivative shows in (stored gradients, pass adjoints, edges).
 _GRADIENT_LEVELS = ("gradients", "trace", "order")
-_LEAVES = ("variable", "constant")
 
 
 def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) -> Optional[str]:
@@ -123,7 +123,7 @@ def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) ->
     derivative. Named for the first operand whose gradient differs; None for any other case.
     """
     program = fixture.program
-    ops = [index for index, step in enumerate(program) if step.creates and step.op not in _LEAVES]
+    ops = [index for index, step in enumerate(program) if step.creates and step.op not in LEAF_OPS]
     if len(ops) != 1 or len(observations) != len(program):
         return None
     at = ops[0]
@@ -131,7 +131,7 @@ def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) ->
     backwards = [index for index, step in enumerate(program) if step.op == "backward"]
     if op.repeat or not backwards or program[backwards[0]].output != op.id or backwards[0] < at:
         return None
-    if any(program[i].op not in _LEAVES for i, step in enumerate(program) if step.creates and i != at):
+    if any(program[i].op not in LEAF_OPS for i, step in enumerate(program) if step.creates and i != at):
         return None
     expected, actual = fixture.expected[at], observations[at]
     if expected.value is None or actual.value is None or expected.value != actual.value:
@@ -142,8 +142,9 @@ def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) ->
     if not seed or step_expected.gradients is None or step_actual.gradients is None or step_expected.error is not None:
         return None
     values = {step.id: fixture.expected[i].value for i, step in enumerate(program) if step.creates}
+    kinds = {step.id: step.op for step in program if step.creates}
     for slot, operand in enumerate(op.operands):
-        if op.operands.count(operand) != 1 or program[[s.id for s in program].index(operand)].op != "variable":
+        if op.operands.count(operand) != 1 or kinds[operand] != "variable":
             continue
         want, got = step_expected.gradients.get(operand), step_actual.gradients.get(operand)
         if want is None or got is None or want == got or not (math.isfinite(want) and math.isfinite(got)):

@@ -195,7 +195,7 @@ class Gatherer:
         """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
         if getattr(config, "workerinput", None) is not None:
             return
-        from .report import matrix_text, warning_lines, write_json
+        from .report import diagnosis_lines, matrix_text, warning_lines, write_json
 
         gathered = self._gathered()  # by the adapter's own name; each run keeps its engine's name for the reports
         runs = list(gathered.values())
@@ -211,9 +211,8 @@ class Gatherer:
         for own, run in gathered.items():  # each stale or too broad expected failure, judged over every case of the session
             for note in _expected_notes(adapters.get(own), run.results):
                 terminalreporter.write_line(f"{run.name}: {note}", yellow=True)
-        for run in runs:
-            for line in run.explanation.lines() if run.explanation is not None else ():
-                terminalreporter.write_line(f"DIAGNOSIS {run.name}: {line}")
+        for line in diagnosis_lines(runs):
+            terminalreporter.write_line(line)
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

@@ -123,8 +123,9 @@ def details_text(runs: list[AdapterRun]) -> str:
             if reproducer is not None:
                 block += [f"  {line}" for line in reproducer.lines()]
             blocks.append("\n".join(block))
-        if run.explanation is not None and run.explanation.lines():
-            blocks.append("\n".join(f"DIAGNOSIS {run.name}: {line}" for line in run.explanation.lines()))
+        explained = diagnosis_lines([run])
+        if explained:
+            blocks.append("\n".join(explained))
         blocks += [f"NOTE {run.name}: {note}" for note in run.reproducer_notes]
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
@@ -138,6 +139,11 @@ def warning_lines(runs: list[AdapterRun]) -> list[str]:
     """One line per adapter whose expected-failures file has unreviewed drafts, one per adapter with sign-of-zero warnings."""
     warnings = [(run.name, text) for run in runs for text in (run.warning, run.signed_zero_warning) if text]
     return [f"WARNING {name}: {text}" for name, text in warnings]
+
+
+def diagnosis_lines(runs: list[AdapterRun]) -> list[str]:
+    """Each adapter's whole-run explanation (``consistency.Explanation``), a ``DIAGNOSIS NAME: ...`` line each."""
+    return [f"DIAGNOSIS {run.name}: {line}" for run in runs if run.explanation is not None for line in run.explanation.lines()]
 
 
 def summary_line(runs: list[AdapterRun]) -> str:

@@ -8,17 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from inprocess import EngineTransport
+
 from conformance.compare import compare_level
 from conformance.diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
 from conformance.execute import run_program
 from conformance.fixture import load_corpus
 from conformance.html import write_report
 from conformance.mutants import BUGS, Bug, MutantEngine
-from conformance.program import DECLARABLE_OPS
-from conformance.protocol import FEATURES, LEVELS
 from conformance.report import details_text, markdown, to_json
 from conformance.runner import Outcome, run_adapter
-from conformance.transport import Handshake
 
 pytest_plugins = ["pytester"]
 
@@ -29,23 +28,6 @@ BROKEN = f"{sys.executable} {ROOT / 'adapters/broken/adapter.py'}"
 CORPUS = [fixture for fixture in load_corpus() if fixture.size <= DIAGNOSIS_MAX_STEPS]
 BY_ID = {fixture.id: fixture for fixture in CORPUS}
 ADD = BUGS[Bug.WRONG_DERIVATIVE_ADD]
-
-
-class EngineTransport:
-    """An in-process engine (a function from a program to its observations) that declares everything."""
-
-    def __init__(self, name, engine):
-        self.engine = engine
-        self.hello = Handshake(name, "0", "python", frozenset(DECLARABLE_OPS), frozenset(LEVELS), frozenset(FEATURES))
-
-    def handshake(self):
-        return self.hello
-
-    def run(self, case, program, timeout=None, *, records=True):
-        return self.engine(program, records)
-
-    def close(self):
-        pass
 
 
 def run(name, engine):

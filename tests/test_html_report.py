@@ -238,23 +238,9 @@ def test_in_chromium_the_counts_highlights_and_filters_are_what_the_run_found(re
         assert browser.evaluate("document.getElementById('shown').textContent").endswith("sections shown")
 
 
-class _InProcess:
-    """An in-process engine with a hello of the test's choosing."""
-
-    def __init__(self, engine, hello):
-        self.engine, self.hello = engine, hello
-
-    def handshake(self):
-        return self.hello
-
-    def run(self, case, program, timeout=None, *, records=True):
-        return self.engine(program, records)
-
-    def close(self):
-        pass
-
-
 def test_an_adapter_without_trace_or_errors_sees_only_the_fields_it_declared_and_nan_is_called_nan(tmp_path):
+    from inprocess import EngineTransport
+
     from conformance.execute import run_program
     from conformance.mutants import MutantEngine
     from conformance.program import DECLARABLE_OPS
@@ -273,7 +259,7 @@ def test_an_adapter_without_trace_or_errors_sees_only_the_fields_it_declared_and
             return observations_from_data(raw, program)
         return assign.run(program, False)
 
-    run = run_adapter("leafy", _InProcess(engine, hello), fixtures, [])
+    run = run_adapter("leafy", EngineTransport("leafy", engine, hello), fixtures, [])
     assert run.count("failed") == 2 and run.handshake is not None and run.handshake.partial() == []
     write_report([run], fixtures, tmp_path / "r.html")
     text = (tmp_path / "r.html").read_text()

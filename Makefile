@@ -61,6 +61,7 @@ bench: setup
 	$(BIN)/python bench/unresponsive.py
 	$(BIN)/python bench/mutation_score.py
 	$(BIN)/python bench/diagnosis_time.py
+	$(BIN)/python bench/reproducers.py
 	$(BIN)/python bench/bounds_check.py --examples 10000
 
 # Automatic mutation testing (bench/mutate/, README "Mutation score"): cosmic-ray over reference/,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Sequence
+from typing import Any, Collection, Optional, Sequence
 
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
@@ -47,13 +47,21 @@ class Diagnoser:
         self._simulated: dict[tuple[str, str, str], Optional[list[Any]]] = {}
 
     def diagnose(
-        self, fixture: Fixture, observations: list[Any], level: str, profile: str = DEFAULT_PROFILE, *, edges: bool = True
+        self,
+        fixture: Fixture,
+        observations: list[Any],
+        level: str,
+        profile: str = DEFAULT_PROFILE,
+        *,
+        edges: bool = True,
+        among: Optional[Collection[str]] = None,
     ) -> list[str]:
         """Plain-words descriptions of the bugs that would produce these observations at this level.
 
         Floats are compared under ``profile``, as the failure itself was. Programs of more than
         DIAGNOSIS_MAX_STEPS steps get only the direct checks. ``edges=False`` compares ``trace``
-        without edge records (``compare_level``).
+        without edge records (``compare_level``). ``among`` (descriptions) replays only those
+        catalogue bugs: the question a shrinker asks, "does it still show this mistake?".
         """
         found = []
         direct = _changed_on_failure(fixture, observations)
@@ -63,7 +71,7 @@ class Diagnoser:
         if fixture.size > DIAGNOSIS_MAX_STEPS:
             return found
         for bug, description in BUGS.items():
-            if bug == "recursive-topo":
+            if bug == "recursive-topo" or (among is not None and description not in among):
                 continue
             simulated = self.simulate(fixture, bug)
             if simulated is None:

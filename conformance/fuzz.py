@@ -43,7 +43,7 @@ from .fixture import FIXTURES_DIR, Fixture
 from .generate import build_fixture, generate
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
-from .protocol import LEVELS
+from .protocol import LEVELS, Profile
 from .runner import level_gaps
 from .shrink import shrink_program
 from .strategies import programs
@@ -166,7 +166,8 @@ def examine(
     Levels the adapter's partial declarations make uncomparable for this program
     (``runner.level_gaps``: an error kind it does not report) are not compared.
     """
-    fixture = build_fixture(Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz"))
+    case = Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz")
+    fixture = build_fixture(case, profile=Profile(profile))
     try:
         hello = transport.handshake()
         observations = transport.run(FUZZ_CASE, program)

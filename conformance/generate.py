@@ -149,8 +149,12 @@ def _check_ids(cases: list[Case]) -> None:
         seen[case.id] = case.generator
 
 
-def build_fixture(case: Case) -> Fixture:
-    """Run the case on the reference and produce its fixture."""
+def build_fixture(case: Case, *, profile: Optional[Profile] = None) -> Fixture:
+    """Run the case on the reference and produce its fixture.
+
+    ``profile`` derives only the bounds that profile compares under (none for an exact case under
+    ``contract``): a fixture made to be compared once, as a shrinker makes thousands, not to be written.
+    """
     repeated = any(step.repeat for step in case.program)
     try:
         observations = run_program(case.program, record_pass=not repeated)
@@ -168,7 +172,7 @@ def build_fixture(case: Case) -> Fixture:
         bounds: dict[str, tuple[dict[str, float], ...]] = {Profile.NUMERIC: tuple({} for _ in case.program)}
     else:
         try:
-            bounds = fixture_bounds(case.program, observations, comparison)
+            bounds = fixture_bounds(case.program, observations, comparison, only=profile)
         except BoundsMismatch as error:
             raise CaseError(f"{case.generator}: case {case.id!r}: {error}") from None
     fixture = Fixture(
@@ -246,16 +250,18 @@ class BoundsMismatch(ValueError):
 
 
 def fixture_bounds(
-    program: Program, observations: list[Observation], comparison: Comparison
+    program: Program, observations: list[Observation], comparison: Comparison, *, only: Optional[Profile] = None
 ) -> dict[str, tuple[dict[str, float], ...]]:
-    """The fixture's bounds: ``numeric`` always, ``contract`` unless compared exactly.
+    """The fixture's bounds: ``numeric`` always, ``contract`` unless compared exactly; ``only`` one of them.
 
     Only floats the observations hold get a bound (a fixture without trace keeps no pass
     record). The replay computes every contract value a second time, independently of the
     reference's graph; each must equal the observed float bit for bit, or the fixture is not
     made.
     """
-    profiles = (Profile.NUMERIC,) if comparison.exact else (Profile.CONTRACT, Profile.NUMERIC)
+    profiles: tuple[Profile, ...] = (Profile.NUMERIC,) if comparison.exact else (Profile.CONTRACT, Profile.NUMERIC)
+    if only is not None:
+        profiles = tuple(profile for profile in profiles if profile is only)
     observed = [observation.floats() for observation in observations]
     records = any(observation.pass_ is not None for observation in observations)
     out: dict[str, tuple[dict[str, float], ...]] = {}

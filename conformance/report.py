@@ -199,6 +199,7 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
             entry["warning"] = run.warning
         entry["signed_zero_warning"] = run.signed_zero_warning
         entry["explanation"] = run.explanation.to_json() if run.explanation is not None else None
+        entry["reproducer_notes"] = run.reproducer_notes
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:

@@ -23,13 +23,15 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
+
+import msgspec
 
 from .compare import Difference
-from .diagnose import Diagnoser
-from .execute import run_program
+from .diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
 from .fixture import Fixture
-from .program import LEAF_OPS, Program, ProgramError, Step, program_to_json
+from .program import LEAF_OPS, Program, Step, program_to_json
+from .protocol import Observation
 from .shrink import shrink_program
 from .transport import Transport
 
@@ -37,6 +39,8 @@ from .transport import Transport
 REPRODUCER_SECONDS = 10.0
 #: Programs with more steps than this are first cut down by replacing runs of operations by leaves.
 CUT_FROM_STEPS = 40
+#: Programs with more steps than this first try the one-op programs around the node the first difference names.
+LOCAL_FROM_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -54,15 +58,46 @@ class Reproducer:
     """False when the time budget ran out before no smaller program could be found."""
     rerun: str = ""
     """The command that re-runs it, once it was saved as a case (``conformance run --reproducers``)."""
+    shared_from: Optional[tuple[str, str]] = None
+    """The (case, level) it was shrunk from, when it was shrunk from another case that fails by the same mistake."""
 
     def lines(self) -> list[str]:
-        """The reproducer as the reports print it: a heading, one step a line, its first difference."""
+        """The reproducer as the reports print it: a heading, one step a line (unless shared), its first difference.
+
+        A reproducer shared from another case is printed there; here it gets the heading and its difference.
+        """
         state = "" if self.complete else "; the time budget ran out, so a smaller one may exist"
-        head = f"minimal reproducer: {len(self.program)} of the case's {self.original_steps} steps{state}"
-        lines = [head, *(f"  {index:>2}  {step.describe()}" for index, step in enumerate(self.program))]
+        if self.shared_from is not None:
+            case, level = self.shared_from
+            whole = len(self.program) >= self.original_steps  # the source case could not be made smaller
+            if whole and case == self.case:
+                return [f"minimal reproducer: the case itself; no smaller program fails the same way{state}"]
+            steps = (
+                f"the {len(self.program)} steps of {case} (the whole case)"
+                if whole
+                else f"the {len(self.program)} steps shown at {case} [{level}]"
+            )
+            if case == self.case:
+                head = f"minimal reproducer: {steps} fail this level too{state}"
+            elif self.diagnosis:
+                head = f"minimal reproducer: the same mistake's {steps[4:]} fail here the same way{state}"
+            else:
+                head = (
+                    f"minimal reproducer: {steps} fail this level with the same kind of first difference "
+                    f"(this case is too large to diagnose: the same mistake is likely, not shown){state}"
+                )
+            lines = [head]
+        elif len(self.program) >= self.original_steps:
+            return [f"minimal reproducer: the case itself; no smaller program fails the same way{state}"]
+        else:
+            head = f"minimal reproducer: {len(self.program)} of the case's {self.original_steps} steps{state}"
+            lines = [head, *(f"  {index:>2}  {step.describe()}" for index, step in enumerate(self.program))]
         if self.difference is not None:
             lines.append(f"  its first difference: {self.difference.describe()}")
-        lines.append(f"  re-run: {self.rerun}" if self.rerun else "  save it as a case with --reproducers DIR")
+        if self.rerun:
+            lines.append(f"  re-run: {self.rerun}")
+        elif self.shared_from is None:
+            lines.append("  save it as a case with --reproducers DIR")
         return lines
 
     def to_json(self) -> dict[str, Any]:
@@ -76,6 +111,7 @@ class Reproducer:
             "original_steps": self.original_steps,
             "seconds": round(self.seconds, 3),
             "complete": self.complete,
+            "shrunk_from": {"case": self.shared_from[0], "level": self.shared_from[1]} if self.shared_from else None,
             "rerun": self.rerun or None,
         }
 
@@ -96,13 +132,15 @@ def reproduce(
     profile: str,
     *,
     diagnosis: tuple[str, ...] = (),
+    difference: Optional[Difference] = None,
     seconds: float = REPRODUCER_SECONDS,
     diagnoser: Optional[Diagnoser] = None,
 ) -> Optional[Reproducer]:
     """The case's program shrunk against the adapter while it fails ``level`` the same way; None if it no longer fails.
 
     ``diagnosis`` is what the run named for the failure: a smaller program must keep one of those
-    names (when there were any). ``seconds`` bounds the whole search.
+    names (when there were any). ``difference`` is the run's first difference at that level (the case
+    is run again to find it when it is not given). ``seconds`` bounds the whole search.
     """
     from .fuzz import Divergence, examine  # the fuzzer's comparison: the same fixture building and levels
 
@@ -110,11 +148,13 @@ def reproduce(
     deadline = started + seconds
     diagnoser = diagnoser or Diagnoser()
     named = set(diagnosis)
-    first = examine(transport, fixture.program, (level,), profile)
-    if first is None or first.fault is not None or first.level != level:
-        return None
-    kind = difference_kind(first.difference)
-    best: list[Divergence] = [first]
+    if difference is None:
+        first = examine(transport, fixture.program, (level,), profile)
+        if first is None or first.fault is not None or first.level != level:
+            return None
+        difference = first.difference
+    kind = difference_kind(difference)
+    best: list[Optional[Divergence]] = [None]
     timed_out = [False]
 
     def still(program: Program) -> Optional[Divergence]:
@@ -125,22 +165,29 @@ def reproduce(
         if found is None or found.fault is not None or found.level != level or difference_kind(found.difference) != kind:
             return None
         if named:
-            hints = diagnoser.diagnose(found.fixture, list(found.observations), level, profile, edges=found.edges)
+            hints = diagnoser.diagnose(found.fixture, list(found.observations), level, profile, edges=found.edges, among=named)
             if not named & set(hints):
                 return None
         best[0] = found
         return found
 
+    made = {step.id: seen for step, seen in zip(fixture.program, fixture.expected) if step.id is not None}
     program = fixture.program
+    if len(program) > LOCAL_FROM_STEPS:
+        program = next((small for small in _local(program, difference, made) if still(small) is not None), program)
+    if len(program) > LOCAL_FROM_STEPS:
+        truncated = _through_first_difference(program, difference)
+        if truncated != program and still(truncated) is not None:
+            program = truncated
     if len(program) > CUT_FROM_STEPS:
-        program = _cut(program, still, deadline, timed_out)
+        program = _cut(program, made, still, deadline, timed_out)
     shrunk = shrink_program(program, still, deadline=deadline)
     result = shrunk or best[0]
     return Reproducer(
         fixture.id,
         level,
-        result.program,
-        result.difference,
+        result.program if result is not None else fixture.program,
+        result.difference if result is not None else difference,
         diagnosis,
         len(fixture.program),
         time.monotonic() - started,
@@ -148,18 +195,109 @@ def reproduce(
     )
 
 
-def _cut(program: Program, still: Any, deadline: float, timed_out: list[bool]) -> Program:
-    """Delta debugging over the operations: replace as many as possible by leaves, dropping what nothing uses."""
-    try:
-        seen = run_program(program, record_pass=False)
-    except ProgramError:
+def _through_first_difference(program: Program, difference: Optional[Difference]) -> Program:
+    """The steps up to the one the first difference is at: nothing after a step changes what it observed."""
+    found = re.match(r"observations\[(\d+)\]", difference.path) if difference is not None else None
+    if found is None:
         return program
+    return _pruned(program[: int(found.group(1)) + 1])
+
+
+#: Where a difference's path names a node: a stored gradient, a pass record's node, an edge by (node:slot).
+_NODE_IN_PATH = (r"gradients\.([^.\[]+)$", r"pass\.nodes\[([^\]]+)\]", r"pass\.edges\[([^\]:]+):\d+\]")
+
+
+def _named_node(difference: Optional[Difference]) -> Optional[str]:
+    """The node a difference's path names, if it names one."""
+    for pattern in _NODE_IN_PATH:
+        found = re.search(pattern, difference.path) if difference is not None else None
+        if found is not None:
+            return found.group(1)
+    return None
+
+
+def _on_leaves(ops: list[Step], made: dict[str, Observation], walks: Program = ()) -> Optional[Program]:
+    """The operations on leaves holding the reference's values for the operands they do not create, then a backward of the last.
+
+    ``walks`` (the case's backward and zero_grad steps) replaces that one backward: each is made again, in its order
+    and with its seed, on the last operation.
+    """
+    created = {step.id for step in ops if step.id is not None}
+    leaves: dict[str, Step] = {}
+    for step in ops:
+        for operand in step.operands:
+            if operand in created or operand in leaves:
+                continue
+            seen = made.get(operand)
+            if seen is None or seen.value is None or not math.isfinite(seen.value):
+                return None
+            leaves[operand] = Step(id=operand, op="variable" if seen.tracked else "constant", value=seen.value)
+    used = {operand for step in ops for operand in step.operands}
+    tops = [step.id for step in ops if step.id is not None and step.id not in used]
+    joined: list[Step] = []
+    top = tops[-1] if tops else ops[-1].id
+    if top is None:
+        return None
+    for other in tops[-2::-1] if len(tops) > 1 else ():
+        # Several results no other one uses: add them up, so that one backward reaches every one.
+        name = _fresh(f"sum{len(joined)}", created | set(leaves))
+        joined.append(Step(id=name, op="add", operands=(other, top)))
+        top = name
+    again = tuple(msgspec.structs.replace(step, output=top) for step in walks) or (Step(op="backward", output=top),)
+    return (*leaves.values(), *ops, *joined, *again)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """``name``, or ``name`` with primes until no node has it."""
+    while name in taken:
+        name += "'"
+    return name
+
+
+def _local(program: Program, difference: Optional[Difference], made: dict[str, Observation]) -> Iterable[Program]:
+    """Small programs taken from the case around the node the first difference names, the smallest first.
+
+    First each operation that creates or uses the node, alone on leaves holding the reference's values for
+    its operands, then a backward of it: most mistakes of one op's rule or of one edge show there already.
+    Then the first 2, 4, 8, ... operations that depend on the node, on leaves, with a backward of the last:
+    a mistake that takes a chain to show (a derivative wrong by a little, compounded) shows in one of them.
+    """
+    node = _named_node(difference)
+    if node is None:
+        return
+    ops = [step for step in program if step.id is not None and step.op not in LEAF_OPS]
+    walks = tuple(step for step in _through_first_difference(program, difference) if step.id is None)
+    shapes = ((), walks) if len(walks) > 1 else ((),)
+    for step in ops:
+        if step.id == node or node in step.operands:
+            for shape in shapes:
+                single = _on_leaves([step], made, shape)
+                if single is not None:
+                    yield single
+    reached = {node}
+    chain = []
+    for step in ops:
+        if step.id is not None and (step.id == node or reached & set(step.operands)):
+            reached.add(step.id)
+            chain.append(step)
+    size = 2
+    while size < len(chain):
+        for shape in shapes:
+            window = _on_leaves(chain[:size], made, shape)
+            if window is not None:
+                yield window
+        size *= 2
+
+
+def _cut(program: Program, made: dict[str, Observation], still: Any, deadline: float, timed_out: list[bool]) -> Program:
+    """Delta debugging over the operations: replace as many as possible by leaves, dropping what nothing uses."""
     leaves: dict[int, Step] = {}
-    for index, (step, observation) in enumerate(zip(program, seen)):
-        value = observation.value
-        if step.id is None or step.op in LEAF_OPS or observation.error is not None or value is None or not math.isfinite(value):
+    for index, step in enumerate(program):
+        seen = made.get(step.id) if step.id is not None else None
+        if step.op in LEAF_OPS or seen is None or seen.error is not None or seen.value is None:
             continue
-        leaves[index] = Step(id=step.id, op="variable" if observation.tracked else "constant", value=value)
+        if math.isfinite(seen.value):
+            leaves[index] = Step(id=step.id, op="variable" if seen.tracked else "constant", value=seen.value)
     todo = sorted(leaves)
     done: set[int] = set()
     current = program
@@ -169,7 +307,8 @@ def _cut(program: Program, still: Any, deadline: float, timed_out: list[bool]) -
         progressed = False
         for start in range(0, len(todo), size):
             chunk = set(todo[start : start + size])
-            candidate = _pruned(tuple(leaves[i] if i in done | chunk else step for i, step in enumerate(program)))
+            replaced = done | chunk
+            candidate = _pruned(tuple(leaves[i] if i in replaced else step for i, step in enumerate(program)))
             if candidate != current and still(candidate) is not None:
                 done |= chunk
                 current = candidate
@@ -217,52 +356,107 @@ def reproduce_run(
     case's other failing levels first, and shared where it fails them the same way. Returns the
     reproducers by (case, level), and one note per failure left without one (and why).
     """
-    from .fuzz import examine
-
     started = time.monotonic()
     diagnoser = diagnoser or Diagnoser()
     failed = [r for r in results if r.outcome == "failed" and r.case in fixtures]
     failed.sort(key=lambda r: (fixtures[r.case].size, r.case))
     found: dict[tuple[str, str], Reproducer] = {}
     by_case: dict[str, list[Reproducer]] = {}
+    named: list[Reproducer] = []  # shrunk ones whose failure the catalogue named, to try on later failures first
+    unshrunk: list[str] = []
     skipped = 0
     for result in failed:
         left = seconds - (time.monotonic() - started)
         if left <= 0:
             skipped += 1
             continue
-        fixture = fixtures[result.case]
-        shared = None
-        for earlier in by_case.get(result.case, ()):
-            again = examine(transport, earlier.program, (result.level,), profile)
-            if again is not None and again.fault is None and again.level == result.level:
-                shared = Reproducer(
-                    result.case,
-                    result.level,
-                    earlier.program,
-                    again.difference,
-                    result.diagnosis,
-                    earlier.original_steps,
-                    0.0,
-                    earlier.complete,
-                )
-                break
-        reproducer = shared or reproduce(
-            transport,
-            fixture,
-            result.level,
-            profile,
-            diagnosis=result.diagnosis,
-            seconds=min(per_case, left),
-            diagnoser=diagnoser,
-        )
+        reproducer = _shared(result, transport, by_case.get(result.case, ()), profile, diagnoser, same_case=True)
+        if reproducer is None and (result.diagnosis or fixtures[result.case].size > DIAGNOSIS_MAX_STEPS):
+            # A case too large for the catalogue's replay was not diagnosed: a smaller case's reproducer that
+            # fails it the same way is the answer it gets (said as such: the same level and kind of difference).
+            reproducer = _shared(result, transport, named, profile, diagnoser, same_case=False)
+        if reproducer is None:
+            reproducer = reproduce(
+                transport,
+                fixtures[result.case],
+                result.level,
+                profile,
+                diagnosis=result.diagnosis,
+                difference=result.first_difference,
+                seconds=min(per_case, left),
+                diagnoser=diagnoser,
+            )
+            if reproducer is not None and reproducer.diagnosis and not _unshrunk(reproducer):
+                named.append(reproducer)
+        if reproducer is not None and _unshrunk(reproducer):
+            unshrunk.append(f"{result.case} [{result.level}]")
+            reproducer = None
         if reproducer is not None:
             found[result.case, result.level] = reproducer
             by_case.setdefault(result.case, []).append(reproducer)
     notes = []
+    if unshrunk:
+        notes.append(
+            f"the shrinking budget ran out before a smaller program was found for {', '.join(unshrunk)}; "
+            "--shrink-seconds gives it more"
+        )
     if skipped:
         notes.append(
             f"{skipped} failed result(s) got no minimal reproducer: the run's shrinking budget ({seconds:.0f} s) was "
             "spent on smaller cases first; --shrink-seconds gives it more, --case picks one"
         )
     return found, notes
+
+
+def _unshrunk(reproducer: Reproducer) -> bool:
+    """True when the time ran out before the search made the case any smaller: no reproducer, only a note."""
+    return not reproducer.complete and reproducer.shared_from is None and len(reproducer.program) >= reproducer.original_steps
+
+
+def _shared(
+    result: Any,
+    transport: Transport,
+    earlier: Iterable[Reproducer],
+    profile: str,
+    diagnoser: Diagnoser,
+    *,
+    same_case: bool,
+) -> Optional[Reproducer]:
+    """An earlier reproducer that also fails ``result``'s level the same way, shared instead of shrinking again.
+
+    From the same case (another level): it must fail this level with a first difference of the same kind.
+    From another case: the same, and the catalogue must name one of the mistakes named for ``result`` on it,
+    so that one small program stands for every failure one mistake makes, and two mistakes never share one.
+    """
+    from .fuzz import examine
+
+    kind = difference_kind(result.first_difference)
+    for candidate in earlier:
+        if not same_case and candidate.level != result.level:
+            continue
+        if not same_case and result.diagnosis and not set(candidate.diagnosis) & set(result.diagnosis):
+            continue
+        again = examine(transport, candidate.program, (result.level,), profile)
+        if again is None or again.fault is not None or again.level != result.level:
+            continue
+        if difference_kind(again.difference) != kind:
+            continue
+        names = set(result.diagnosis)
+        if names:
+            hints = diagnoser.diagnose(
+                again.fixture, list(again.observations), result.level, profile, edges=again.edges, among=names
+            )
+            if not names & set(hints):
+                continue
+        return Reproducer(
+            result.case,
+            result.level,
+            candidate.program,
+            again.difference,
+            result.diagnosis,
+            candidate.original_steps,
+            0.0,
+            candidate.complete,
+            shared_from=candidate.shared_from or (candidate.case, candidate.level),
+        )
+    return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_fields, single_precision
+from .compare import Difference, compare_fields, single_precision
 from .consistency import Explanation, explain_run
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
@@ -85,6 +85,8 @@ class Result:
     """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
     single_precision: bool = False
     """A wrong answer whose every difference is float32 rounding of the expected float (``compare.single_precision``)."""
+    first_difference: Optional[Difference] = None
+    """A wrong answer's first difference (its ``message`` describes it), for the shrinker."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -588,6 +590,7 @@ def run_case(
                 stderr,
                 comparison.compared,
                 single_precision=single_precision(differences),
+                first_difference=first,
             )
         else:
             signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)

@@ -33,6 +33,7 @@ from ..expected_update import observed_results, run_notes, update_expected
 from ..fixture import Fixture, FixtureBug
 from ..html import check_target, write_report
 from ..launch import OpenedAdapter, choose_adapters, open_adapter
+from ..program import Program
 from ..protocol import Profile
 from ..registry import REGISTRY, AdapterConfig
 from ..report import (
@@ -46,7 +47,6 @@ from ..report import (
     write_junit,
     write_markdown,
 )
-from ..program import Program
 from ..runner import AdapterRun, Outcome, engine_name, not_run, run_adapter, select
 from ..transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT, AdapterFault, Transport
 
@@ -105,7 +105,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--shrink-seconds",
         type=float,
         metavar="S",
-        help=f"time for shrinking an adapter's failures in all (default: twice its run's time, at least {MIN_SHRINK_SECONDS:g} s)",
+        help="time for shrinking an adapter's failures in all (default: twice the time its run took, start and build "
+        "included, so that a run with failures takes at most 3x one without)",
     )
     parser.add_argument(
         "--reproducers",
@@ -129,8 +130,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.set_defaults(handler=run)
 
 
-#: The shrinking budget of a run, by default: twice the run's own time, and at least this many seconds.
-MIN_SHRINK_SECONDS = 10.0
+#: When this module was imported: the start of a ``conformance run`` process, near enough (a few imports later).
+_PROCESS_STARTED = time.monotonic()
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -259,7 +260,10 @@ def _run_all(
             continue
         opened = early if index == 0 else None
         try:
-            one, build_failure = _run_one(adapter, args, fixtures, timeout, handshake_timeout, deadline, budget_note, log, opened)
+            began = _PROCESS_STARTED if index == 0 else time.monotonic()
+            one, build_failure = _run_one(
+                adapter, args, fixtures, timeout, handshake_timeout, deadline, budget_note, log, opened, began=began
+            )
         except KeyboardInterrupt as interrupt:  # during a build or between cases
             interrupted = str(interrupt) or "interrupted (Ctrl-C)"
             runs.append(_not_started(adapter, fixtures, f"the run was {interrupted}"))
@@ -323,8 +327,13 @@ def _run_one(
     budget_note: str,
     log: LiveLog,
     opened: Optional[OpenedAdapter] = None,
+    *,
+    began: float,
 ) -> tuple[AdapterRun, Optional[str]]:
-    """One adapter's run (``opened`` when ``run`` opened it already), and its build failure if the build failed."""
+    """One adapter's run (``opened`` when ``run`` opened it already), and its build failure if the build failed.
+
+    ``began``: when this adapter's turn started (the process's start for the first one), for the shrinking budget.
+    """
     if opened is None:
         opened = open_adapter(
             adapter,
@@ -354,7 +363,7 @@ def _run_one(
             on_result=log.results,
             profile=args.profile,
         )
-        _shrink_failures(run, adapter, opened.transport, fixtures, args, log, started=time.monotonic())
+        _shrink_failures(run, adapter, opened.transport, fixtures, args, log, began=began, deadline=deadline)
     finally:
         opened.close()
     log.finish(run)
@@ -376,16 +385,27 @@ def _shrink_failures(
     fixtures: list[Fixture],
     args: argparse.Namespace,
     log: LiveLog,
-    started: float,
+    began: float,
+    deadline: Optional[float],
 ) -> None:
-    """A minimal reproducer for each failed (case, level), unless --no-shrink; saved as cases with --reproducers."""
+    """A minimal reproducer for each failed (case, level), unless --no-shrink; saved as cases with --reproducers.
+
+    The budget, unless --shrink-seconds gives one, is twice the time the adapter took so far (its start, build
+    and run: from ``began``), and never past the run's --max-time ``deadline``.
+    """
     if args.no_shrink or run.down is not None or run.interrupted or run.handshake is None:
         return
     if not any(result.outcome == Outcome.FAILED for result in run.results):
         return
     from ..reproduce import reproduce_run
 
-    budget = args.shrink_seconds if args.shrink_seconds is not None else max(2 * run.seconds, MIN_SHRINK_SECONDS)
+    started = time.monotonic()
+    budget = args.shrink_seconds if args.shrink_seconds is not None else 2 * (started - began)
+    if deadline is not None:
+        budget = min(budget, deadline - started)
+    if budget <= 0:
+        run.reproducer_notes = ["no failure was shrunk: the run's --max-time budget ran out"]
+        return
     log.note(f"{run.name}: shrinking each failure to a minimal reproducer (at most {budget:.0f} s; --no-shrink skips it)")
     by_id = {fixture.id: fixture for fixture in fixtures}
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .compare import Difference, compare_fields, single_precision
 from .consistency import Explanation, explain_run
@@ -28,10 +28,8 @@ from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
 from .fixture import Fixture
 from .protocol import Level, Observation, Profile
+from .reproducer import Reproducer
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
-
-if TYPE_CHECKING:
-    from .reproduce import Reproducer
 
 
 class Outcome(StrEnum):
@@ -137,7 +135,7 @@ class AdapterRun:
     """How many of its entries are unreviewed drafts (``unreviewed = true``)."""
     explanation: Optional[Explanation] = None
     """What the catalogue says of its wrong answers taken together (``conformance.consistency``), once the run ended."""
-    reproducers: dict[tuple[str, str], "Reproducer"] = field(default_factory=dict)
+    reproducers: dict[tuple[str, str], Reproducer] = field(default_factory=dict)
     """A minimal reproducer per failed (case, level) (``conformance.reproduce``), when the run shrank them."""
     reproducer_notes: list[str] = field(default_factory=list)
     """Why failed results were left without a reproducer, if any were."""

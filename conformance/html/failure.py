@@ -22,7 +22,7 @@ from .draw import number, svg
 from .graph import Focus, build_graph, focus_of
 
 if TYPE_CHECKING:
-    from ..reproduce import Reproducer
+    from ..reproducer import Reproducer
 
 #: Lines of the adapter's stderr a failure shows.
 STDERR_LINES = 15

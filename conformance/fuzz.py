@@ -44,7 +44,7 @@ from .generate import build_fixture, generate
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .protocol import LEVELS, Profile
-from .runner import level_gaps
+from .runner import plan
 from .shrink import shrink_program
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
@@ -164,7 +164,7 @@ def examine(
     The program becomes a fixture as the generator makes one, bounds included, and the
     adapter's floats are compared under ``profile`` exactly as ``conformance run`` would.
     Levels the adapter's partial declarations make uncomparable for this program
-    (``runner.level_gaps``: an error kind it does not report) are not compared.
+    (``runner.plan``: an error kind it does not report) are not compared.
     """
     case = Case(FUZZ_CASE, "a program drawn by conformance fuzz", program, "conformance fuzz")
     fixture = build_fixture(case, profile=Profile(profile))
@@ -174,9 +174,8 @@ def examine(
     except AdapterFault as fault:
         hint = diagnose_error(str(fault), fixture)
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
-    gaps = level_gaps(fixture, hello)
     edges = hello.trace == "full"
-    for level in (level for level in fixture.levels if level in levels and level not in gaps):
+    for level in (level for level in plan(fixture, hello).levels if level in levels):
         differences, _ = compare_level(fixture, observations, level, profile=profile, edges=edges)
         if differences:
             observed = tuple(observations)

@@ -229,6 +229,41 @@ def support_gap(fixture: Fixture, hello: Handshake) -> Optional[str]:
     return None
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What one case will be on one adapter: the levels run and compared, and why each other level is not."""
+
+    levels: tuple[Level, ...]
+    """The case's levels this adapter is compared at, in the case's order; none: its request is never sent."""
+    skipped: dict[Level, str]
+    """Every other level of the case, with the reason it is unsupported here."""
+
+    @property
+    def records(self) -> bool:
+        """Whether the run request asks for pass records (``trace`` and ``order`` read them)."""
+        return reads_records(self.levels)
+
+    def unsupported(self, name: str, fixture: Fixture) -> list[Result]:
+        """The results of the skipped levels, in the case's order."""
+        return [
+            Result(name, fixture.id, level, Outcome.UNSUPPORTED, self.skipped[level])
+            for level in fixture.levels
+            if level in self.skipped
+        ]
+
+
+def plan(fixture: Fixture, hello: Handshake) -> Plan:
+    """The one decision of which of a case's levels an adapter runs, used by the runner, send-ahead, the plugin and the fuzzer.
+
+    A case the adapter cannot run at all (``support_gap``) skips every level with that reason; otherwise a level it
+    cannot be compared at (``level_gaps``) is skipped with its own.
+    """
+    gap = support_gap(fixture, hello)
+    gaps: dict[str, str] = {level: gap for level in fixture.levels} if gap else level_gaps(fixture, hello)
+    levels = tuple(Level(level) for level in fixture.levels if level not in gaps)
+    return Plan(levels, {Level(level): reason for level, reason in gaps.items()})
+
+
 def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
     """The case's levels this adapter cannot be compared at, each with the reason; the other levels run.
 
@@ -365,7 +400,7 @@ class AdapterSession:
         # the next call, one case on, starts after it instead of going through them again.
         self._through = 0
         self._through_last: Optional[Fixture] = None
-        self._through_process: object = None  # the adapter process they were sent to
+        self._through_start = 0  # the adapter's start (``Transport.starts``) they were sent to
 
     def run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         """Every level's result for one case; never raises for adapter faults.
@@ -379,34 +414,19 @@ class AdapterSession:
         return results
 
     def _send_ahead(self, upcoming: Sequence[Fixture]) -> None:
-        send = getattr(self.transport, "send_ahead", None)
-        if send is None or self.hello is None or self.down is not None:
+        if self.hello is None or self.down is not None:
             return
-        process = getattr(self.transport, "process", None)
+        started = self.transport.starts
         start = self._through - 1  # upcoming is the last call's, one case on
-        if (
-            start < 1
-            or start > len(upcoming)
-            or upcoming[start - 1] is not self._through_last
-            or process is not self._through_process
-        ):
+        if start < 1 or start > len(upcoming) or upcoming[start - 1] is not self._through_last or started != self._through_start:
             start = 0  # another sequence, or a restarted adapter that has none of them: from the first
-        self._through, self._through_process = start, process
+        self._through, self._through_start = start, started
         for position in range(start, len(upcoming)):
             fixture = upcoming[position]
-            records = self._request(fixture, self.hello)
-            if records is not None and not send(fixture.id, fixture.program, records=records):
+            planned = plan(fixture, self.hello)
+            if planned.levels and not self.transport.send_ahead(fixture.id, fixture.program, records=planned.records):
                 break
             self._through, self._through_last = position + 1, fixture
-
-    @staticmethod
-    def _request(fixture: Fixture, hello: Handshake) -> Optional[bool]:
-        """Whether the case's request asks for pass records; None when the adapter runs none of its levels."""
-        if support_gap(fixture, hello):
-            return None
-        gaps = level_gaps(fixture, hello)
-        levels = [level for level in fixture.levels if level not in gaps]
-        return reads_records(levels) if levels else None
 
     def _run_case(self, fixture: Fixture, upcoming: Sequence[Fixture] = ()) -> list[Result]:
         if self.down is not None:
@@ -423,12 +443,12 @@ class AdapterSession:
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
-        gap = support_gap(fixture, self.hello)
-        if gap:
-            return [Result(self.name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
+        planned = plan(fixture, self.hello)
+        if not planned.levels:
+            return planned.unsupported(self.name, fixture)
         timeout = None  # the transport's own: its base plus the program's allowance (case_timeout)
         if remaining is not None:  # but never past the run's budget
-            base = getattr(self.transport, "timeout", None)
+            base = self.transport.timeout
             timeout = max(0.1, remaining if base is None else min(remaining, case_timeout(base, fixture.program)))
         self._faulted = False
         results = run_case(
@@ -542,18 +562,15 @@ def run_case(
 
     ``after_reply`` is called once the adapter's reply is in, before it is compared.
     """
-    gap = support_gap(fixture, hello)
-    if gap:
-        return [Result(name, fixture.id, level, Outcome.UNSUPPORTED, gap) for level in fixture.levels]
-    gaps = level_gaps(fixture, hello)
-    levels = [level for level in fixture.levels if level not in gaps]
-    unsupported = [Result(name, fixture.id, level, Outcome.UNSUPPORTED, gaps[level]) for level in fixture.levels if level in gaps]
+    planned = plan(fixture, hello)
+    levels = planned.levels
+    unsupported = planned.unsupported(name, fixture)
     if not levels:
         return unsupported
     edges = hello.trace == "full"
     diagnoser = diagnoser or Diagnoser()
     try:
-        observations = transport.run(fixture.id, fixture.program, timeout, records=reads_records(levels))
+        observations = transport.run(fixture.id, fixture.program, timeout, records=planned.records)
     except AdapterFault as fault:
         if on_fault:
             on_fault(fault)
@@ -561,7 +578,6 @@ def run_case(
     if after_reply:
         after_reply()
     results = []
-    stderr_tail = getattr(transport, "stderr_tail", None)
     for level in levels:
         comparison = compare_fields(fixture, observations, level, profile=hello.profile, edges=edges)
         differences, share = comparison.differences, comparison.largest_share
@@ -574,7 +590,7 @@ def run_case(
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
             message = f"{first.describe()}{extra}"
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
-            stderr = stderr_tail() if callable(stderr_tail) else ""
+            stderr = transport.stderr_tail()
             outcome = Result(
                 name,
                 fixture.id,

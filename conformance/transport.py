@@ -29,6 +29,7 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
@@ -99,7 +100,20 @@ def case_timeout(base: float, program: Program) -> float:
 
 
 class Transport(Protocol):
-    """Runs whole programs on one engine."""
+    """Runs whole programs on one engine: everything the runner uses of a transport, and nothing else.
+
+    ``timeout`` is the base seconds one case may take (None: no limit, in-process); ``starts`` counts
+    the engine's starts, so a change tells the runner the engine was started again and has none of the
+    requests sent ahead to the one before.
+    """
+
+    @property
+    def timeout(self) -> Optional[float]:
+        """The base seconds one case may take (``case_timeout`` adds the program's allowance); None: no limit."""
+
+    @property
+    def starts(self) -> int:
+        """How many times the engine was started: a change means the requests sent ahead are gone."""
 
     def handshake(self) -> Handshake:
         """Start the engine if needed and return its hello."""
@@ -110,11 +124,38 @@ class Transport(Protocol):
         ``records`` False tells the engine that no pass record will be read (the run request's ``records``).
         """
 
+    def send_ahead(self, case: str, program: Program, *, records: bool = True) -> bool:
+        """Send the case's run request before its turn; True when it is (or was) sent, False when it cannot be."""
+
+    def stderr_tail(self) -> str:
+        """The last lines the engine wrote to stderr, for a wrong answer's report ("" when there is none)."""
+
     def close(self) -> None:
         """Stop the engine."""
 
 
-class InProcessTransport:
+class DirectTransport:
+    """A transport whose engine is called in this process: no timeout, one start, nothing sent ahead, no stderr.
+
+    A subclass gives ``handshake`` and ``run`` (the reference's, a variant's, a test's engine).
+    """
+
+    timeout: Optional[float] = None
+    starts: int = 1
+
+    def send_ahead(self, case: str, program: Program, *, records: bool = True) -> bool:
+        """Nothing is sent ahead in-process: each case runs when it is asked for."""
+        return False
+
+    def stderr_tail(self) -> str:
+        """An engine in this process has no stderr of its own."""
+        return ""
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+class InProcessTransport(DirectTransport):
     """The reference engine called directly: no process, no JSON."""
 
     def handshake(self) -> Handshake:
@@ -124,9 +165,6 @@ class InProcessTransport:
     def run(self, case: str, program: Program, timeout: Optional[float] = None, *, records: bool = True) -> list[Observation]:
         """Run the program on the reference (no timeout applies in-process)."""
         return run_program(program, record_pass=records)
-
-    def close(self) -> None:
-        """Nothing to stop."""
 
 
 class SubprocessTransport:
@@ -148,34 +186,43 @@ class SubprocessTransport:
         self.timeout = timeout
         self.start_timeout = start_timeout
         self.max_line = max_line
-        self.process: Optional[subprocess.Popen[bytes]] = None
-        self.hello: Optional[Handshake] = None
-        self._stderr = StderrLog()
-        self._buffer = bytearray()
-        self._drain: Optional[threading.Thread] = None
-        self._ahead: collections.deque[str] = collections.deque()  # cases sent before their turn, in order
-        self._ahead_count: collections.Counter[str] = collections.Counter()  # the same, counted by case
-        # Request bytes the pipe has not taken yet, in order, each with what it is for ("case <id>").
-        self._outbox: collections.deque[tuple[str, memoryview]] = collections.deque()
-        self._greeting = False  # hello sent to the process, its answer not read yet (launch)
+        self._child: Optional[_Child] = None
+        """The running adapter process and all that belongs to it; None before the first start and after a kill."""
+        self._stderr = StderrLog()  # the last process's stderr: still read after it was killed, for the fault
+        self.starts = 0
+        """How many times an adapter process was started."""
         self.restarts = 0
+        """How many faults during a case restarted the adapter."""
         self.sent_ahead = 0
         """How many run requests were sent before their turn (``send_ahead``)."""
         self.answered = 0
         """How many cases the adapter has answered, over every start: a timeout after some is not a missing flush."""
         self._steps = 0  # the steps of the case being read (0 during the handshake), for what a fault usually means
 
+    @property
+    def process(self) -> Optional["subprocess.Popen[bytes]"]:
+        """The adapter process running now, if any."""
+        return self._child.process if self._child is not None else None
+
+    @property
+    def hello(self) -> Optional[Handshake]:
+        """The running process's hello, once read."""
+        return self._child.hello if self._child is not None else None
+
+    @property
+    def _live(self) -> "_Child":
+        assert self._child is not None, "no adapter process is running"
+        return self._child
+
     # -- process lifecycle ------------------------------------------------------
 
     def _spawn(self) -> None:
         """Start the process and send hello; ``_greet`` reads the answer."""
         self._stderr = StderrLog()
-        self._buffer = bytearray()
-        self._outbox = collections.deque()
         try:
             # A session of its own: the adapter and everything it spawns form one process group,
             # which _kill ends as a whole.
-            self.process = subprocess.Popen(
+            process = subprocess.Popen(
                 self.argv,
                 cwd=self.cwd,
                 env=self.env,
@@ -187,18 +234,19 @@ class SubprocessTransport:
             )
         except OSError as error:
             raise spawn_fault(self.argv, self.cwd, error) from None
-        assert self.process.stdin is not None and self.process.stdout is not None
-        os.set_blocking(self.process.stdin.fileno(), False)
-        for pipe in (self.process.stdin, self.process.stdout):
+        assert process.stdin is not None and process.stdout is not None
+        os.set_blocking(process.stdin.fileno(), False)
+        for pipe in (process.stdin, process.stdout):
             _widen(pipe.fileno())
-        self._drain = threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True)
-        self._drain.start()
+        drain = threading.Thread(target=_drain_stderr, args=(process, self._stderr), daemon=True)
+        drain.start()
+        self._child = _Child(process, drain)
+        self.starts += 1
         self._post(hello_request(), "the handshake")
-        self._greeting = True
 
     def _greet(self, timeout: float) -> Handshake:
         """The hello of the process ``_spawn`` started, read within ``timeout`` seconds from now."""
-        self._greeting = False
+        self._live.greeting = False
         line = self._read_line(time.monotonic() + timeout, timeout, "the handshake")
         message: Hello | dict[str, Any]
         try:
@@ -215,12 +263,6 @@ class SubprocessTransport:
             text = fault.message if fault.message.startswith(("hello", "wrong protocol")) else f"hello: {fault.message}"
             raise AdapterFault(text, kind="hello") from None
 
-    def _drain_stderr(self, process: "subprocess.Popen[bytes]") -> None:
-        assert process.stderr is not None
-        log = self._stderr
-        for raw in iter(process.stderr.readline, b""):
-            log.add(raw)
-
     def stderr_tail(self) -> str:
         """The last lines the adapter wrote to stderr (escaped), after the first line of an exception or panic."""
         return self._stderr.excerpt()
@@ -231,7 +273,7 @@ class SubprocessTransport:
         For a caller with other work to do meanwhile (``conformance run`` loads the corpus). A process
         that cannot be started is left to ``handshake``, which reports it as a failed start.
         """
-        if self.process is None:
+        if self._child is None:
             try:
                 self._spawn()
             except AdapterFault:
@@ -243,23 +285,27 @@ class SubprocessTransport:
         A line that is not JSON before the hello (a library's log line on stdout) may be a one-off: the
         adapter is started once more, and only a second such line is final.
         """
-        if self._greeting or self.process is None or self.process.poll() is not None or self.hello is None:
+        child = self._child
+        if child is None or child.greeting or child.process.poll() is not None or child.hello is None:
             self._steps = 0
-            if not self._greeting:  # launched, its hello not read yet: read it (also if it has exited since)
+            greeting = child is not None and child.greeting
+            if not greeting:  # launched, its hello not read yet: read it (also if it has exited since)
                 self._kill()
             for attempt in (1, 2):
                 try:
-                    if not self._greeting:
+                    if not greeting:
                         self._spawn()
-                    self.hello = self._greet(self.start_timeout)
+                    greeting = False
+                    self._live.hello = self._greet(self.start_timeout)
                     break
                 except AdapterFault as fault:
                     self._kill()  # first, so that everything the adapter logged has been read
                     if fault.kind == "garbage" and attempt == 1:
                         continue
                     raise self._start_fault(fault) from None
-        assert self.hello is not None
-        return self.hello
+        hello = self._live.hello
+        assert hello is not None
+        return hello
 
     def _start_fault(self, fault: AdapterFault) -> AdapterFault:
         """A fault before a hello, as a failed start; a hello that came and was refused stays ``hello``."""
@@ -282,13 +328,14 @@ class SubprocessTransport:
         steps = program_size(program)
         limit = self.timeout + steps // MIN_STEPS_PER_SECOND if timeout is None else timeout  # case_timeout's sum
         deadline = time.monotonic() + limit
-        if self._ahead and self._ahead[0] != case:
+        if self._live.ahead and self._live.ahead[0] != case:
             self._kill()  # the replies to requests sent ahead would come first: start afresh
             self.handshake()
         self._steps = steps
+        child = self._live
         try:
-            if self._ahead:
-                self._ahead_count[self._ahead.popleft()] -= 1  # sent already: the adapter may have answered it by now
+            if child.ahead:
+                child.ahead_count[child.ahead.popleft()] -= 1  # sent already: the adapter may have answered it by now
             else:
                 self._post(run_request(case, program, records), f"case {case}")
             line = self._read_line(deadline, limit, f"case {case}")
@@ -308,37 +355,36 @@ class SubprocessTransport:
         requests are already out, or PIPE_BYTES of requests wait unwritten. Sending never waits:
         what the pipe does not take at once is written while the harness waits for a reply.
         """
-        if self._ahead_count[case] > 0:
-            return True
-        if self.process is None or self.hello is None or len(self._ahead) >= AHEAD or self._unsent() >= PIPE_BYTES:
+        child = self._child
+        if child is None or child.hello is None:
             return False
-        if self.process.poll() is not None:
+        if child.ahead_count[case] > 0:
+            return True
+        if len(child.ahead) >= AHEAD or self._unsent() >= PIPE_BYTES or child.process.poll() is not None:
             return False
         self._post(run_request(case, program, records), f"case {case}")
-        self._ahead.append(case)
-        self._ahead_count[case] += 1
+        child.ahead.append(case)
+        child.ahead_count[case] += 1
         self.sent_ahead += 1
         return True
 
     def close(self) -> None:
         """Ask the adapter to shut down, then make sure it and its process group are gone."""
-        if self.process is not None and self.process.poll() is None:
+        if self._child is not None and self._child.process.poll() is None:
             try:
                 self._post(shutdown_request(), "shutdown")
                 self._send_all("shutdown", time.monotonic() + 1.0, 1.0)
-                self.process.wait(timeout=2)
+                self._child.process.wait(timeout=2)
             except (AdapterFault, subprocess.TimeoutExpired):
                 pass
         self._kill()
 
     def _kill(self) -> None:
-        process, self.process, self.hello = self.process, None, None
-        self._greeting = False
-        self._ahead.clear()
-        self._ahead_count.clear()
-        self._outbox.clear()
-        if process is None:
+        """End the process and its group, and drop everything that belonged to it."""
+        child, self._child = self._child, None
+        if child is None:
             return
+        process = child.process
         try:
             # The whole group: a hung adapter's children (a shell's command, a worker) go with it,
             # also after the adapter itself has exited.
@@ -349,8 +395,7 @@ class SubprocessTransport:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process that ignores SIGKILL
             pass
-        if self._drain is not None:
-            self._drain.join(timeout=2)
+        child.drain.join(timeout=2)
         for stream in (process.stdin, process.stdout, process.stderr):
             try:
                 if stream is not None:
@@ -362,11 +407,11 @@ class SubprocessTransport:
 
     def _post(self, line: bytes, during: str) -> None:
         """Queue one request line and write as much of the queue as the pipe takes now; never waits."""
-        self._outbox.append((during, memoryview(line + b"\n")))
+        self._live.outbox.append((during, memoryview(line + b"\n")))
         self._write_some()
 
     def _unsent(self) -> int:
-        return sum(len(data) for _, data in self._outbox)
+        return sum(len(data) for _, data in self._live.outbox)
 
     def _write_some(self) -> None:
         """Write queued request bytes until the pipe is full or the queue empty.
@@ -374,28 +419,30 @@ class SubprocessTransport:
         An adapter that has exited (or closed its input) drops the queue: its replies to the
         requests it did read are still read, and the read after them names the exit.
         """
-        assert self.process is not None and self.process.stdin is not None
-        fd = self.process.stdin.fileno()
-        while self._outbox:
-            during, data = self._outbox[0]
+        stdin = self._live.process.stdin
+        assert stdin is not None
+        fd = stdin.fileno()
+        while self._live.outbox:
+            during, data = self._live.outbox[0]
             try:
                 written = os.write(fd, data)
             except BlockingIOError:
                 return
             except OSError:  # BrokenPipeError above all
-                self._outbox.clear()
+                self._live.outbox.clear()
                 return
             if written == len(data):
-                self._outbox.popleft()
+                self._live.outbox.popleft()
             else:
-                self._outbox[0] = (during, data[written:])
+                self._live.outbox[0] = (during, data[written:])
 
     def _send_all(self, during: str, deadline: float, timeout: float) -> None:
         """Wait, never past the deadline, until every queued request byte is written."""
-        assert self.process is not None and self.process.stdin is not None
+        stdin = self._live.process.stdin
+        assert stdin is not None
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdin.fileno(), selectors.EVENT_WRITE)
-            while self._outbox:
+            selector.register(stdin.fileno(), selectors.EVENT_WRITE)
+            while self._live.outbox:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._unread_fault(timeout, during)
@@ -405,7 +452,7 @@ class SubprocessTransport:
                 self._write_some()
 
     def _unread_fault(self, timeout: float, during: str) -> AdapterFault:
-        unsent = sum(len(data) for label, data in self._outbox if label == during)
+        unsent = sum(len(data) for label, data in self._live.outbox if label == during)
         return AdapterFault(
             f"timed out after {timeout:g} s writing the request during {during}: the adapter stopped "
             f"reading its input with {unsent} bytes of the request still unsent",
@@ -415,10 +462,9 @@ class SubprocessTransport:
 
     def _exit_fault(self, during: str) -> AdapterFault:
         """The fault for the end of stdout: an exit (its status, or the signal that killed it), or a closed stdout."""
-        assert self.process is not None
         hint, kind = "", "exit"
         try:
-            code = self.process.wait(timeout=2)
+            code = self._live.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             message = (
                 f"the adapter closed its stdout during {during} and is still running, so nothing it writes can reach the harness"
@@ -427,15 +473,14 @@ class SubprocessTransport:
         else:
             message = exited(code, during)
             hint = exit_hint(code, self._steps)
-        if self._buffer:
-            message += f" (it wrote a partial line, with no newline: {quote(self._buffer)})"
+        if self._live.buffer:
+            message += f" (it wrote a partial line, with no newline: {quote(self._live.buffer)})"
             hint = (hint + "; " if hint else "") + "every message must end with a newline"
         return AdapterFault(message, self.stderr_tail(), kind=kind, hint=hint)
 
     def _raise_ifexited(self, during: str) -> None:
         """A fault when the adapter process is gone although a child of it still holds the pipes open."""
-        assert self.process is not None
-        code = self.process.poll()
+        code = self._live.process.poll()
         if code is not None:
             raise AdapterFault(
                 f"{exited(code, during)}, and a process it started still holds its "
@@ -464,20 +509,21 @@ class SubprocessTransport:
 
     def _read_line(self, deadline: float, timeout: float, during: str) -> bytes:
         """The next line on stdout; queued request bytes are written meanwhile, as the adapter reads them."""
-        assert self.process is not None and self.process.stdout is not None and self.process.stdin is not None
-        stdout, stdin = self.process.stdout.fileno(), self.process.stdin.fileno()
+        process = self._live.process
+        assert process.stdout is not None and process.stdin is not None
+        stdout, stdin = process.stdout.fileno(), process.stdin.fileno()
         exited_at: Optional[float] = None
         writing = False
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             scanned = 0  # the buffer holds no newline before this offset: each byte is searched once
-            while (end := self._buffer.find(b"\n", scanned)) < 0:
-                scanned = len(self._buffer)
-                if len(self._buffer) > self.max_line:
+            while (end := self._live.buffer.find(b"\n", scanned)) < 0:
+                scanned = len(self._live.buffer)
+                if len(self._live.buffer) > self.max_line:
                     raise AdapterFault(
                         f"oversized reply during {during}: more than {self.max_line} bytes without a newline", kind="oversized"
                     )
-                if bool(self._outbox) != writing:  # wait for room in the pipe only while there is something to write
+                if bool(self._live.outbox) != writing:  # wait for room in the pipe only while there is something to write
                     writing = not writing
                     if writing:
                         selector.register(stdin, selectors.EVENT_WRITE)
@@ -485,13 +531,13 @@ class SubprocessTransport:
                         selector.unregister(stdin)
                 now = time.monotonic()
                 if now >= deadline:
-                    if any(label == during for label, _ in self._outbox):
+                    if any(label == during for label, _ in self._live.outbox):
                         raise self._unread_fault(timeout, during)
                     raise self._timeout_fault(timeout, during)
                 events = selector.select(min(deadline - now, 0.2))
                 if not events:
                     # No data: is the adapter gone while something else keeps the pipe open?
-                    if self.process.poll() is not None:
+                    if process.poll() is not None:
                         exited_at = exited_at or now
                         if now - exited_at >= _EXIT_GRACE:
                             self._raise_ifexited(during)
@@ -503,16 +549,16 @@ class SubprocessTransport:
                 chunk = os.read(stdout, 1 << 20)
                 if not chunk:
                     raise self._exit_fault(during)
-                self._buffer += chunk
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
+                self._live.buffer += chunk
+        line = bytes(self._live.buffer[:end])
+        del self._live.buffer[: end + 1]
         if len(line) > self.max_line:
             raise AdapterFault(f"oversized reply during {during}: {len(line)} bytes (limit {self.max_line})", kind="oversized")
         return line
 
     def _timeout_fault(self, timeout: float, during: str) -> AdapterFault:
-        if self._buffer:
-            wrote = f"it wrote a partial line with no newline: {quote(self._buffer)}"
+        if self._live.buffer:
+            wrote = f"it wrote a partial line with no newline: {quote(self._live.buffer)}"
             hint = "each reply must end with a newline, and stdout must be flushed after it"
         elif during == "the handshake":
             wrote = "it wrote nothing to stdout"
@@ -543,6 +589,32 @@ class SubprocessTransport:
             kind="timeout",
             hint=hint,
         )
+
+
+@dataclass
+class _Child:
+    """One started adapter process and everything that belongs to it: made by ``_spawn``, dropped by ``_kill``."""
+
+    process: "subprocess.Popen[bytes]"
+    drain: threading.Thread
+    """Reads its stderr into the transport's log until the process closes it."""
+    hello: Optional[Handshake] = None
+    greeting: bool = True
+    """Hello sent, its answer not read yet (``launch``)."""
+    buffer: bytearray = field(default_factory=bytearray)
+    """Bytes read from its stdout, not yet a whole line."""
+    outbox: collections.deque[tuple[str, memoryview]] = field(default_factory=collections.deque)
+    """Request bytes the pipe has not taken yet, in order, each with what it is for ("case <id>")."""
+    ahead: collections.deque[str] = field(default_factory=collections.deque)
+    """Cases sent before their turn, in order."""
+    ahead_count: collections.Counter[str] = field(default_factory=collections.Counter)
+    """The same, counted by case."""
+
+
+def _drain_stderr(process: "subprocess.Popen[bytes]", log: StderrLog) -> None:
+    assert process.stderr is not None
+    for raw in iter(process.stderr.readline, b""):
+        log.add(raw)
 
 
 def _widen(fd: int) -> None:

@@ -56,7 +56,7 @@ from reference.errors import NonFiniteContribution, NonFinitePassAdjoint, NonFin
 from .mutants import MutantEngine, _Node
 from .program import DECLARABLE_OPS, Program
 from .protocol import LEVELS, Observation, Profile
-from .transport import AdapterFault, Handshake
+from .transport import AdapterFault, DirectTransport, Handshake
 
 _IEEE = gmpy2.ieee(64)
 
@@ -247,7 +247,7 @@ class VariantEngine(MutantEngine):
             raise NonFiniteSeed(seed=seed)
 
 
-class VariantTransport:
+class VariantTransport(DirectTransport):
     """A variant engine called in-process, with the hello such a port would send."""
 
     def __init__(self, variant: str, seed: int = 0) -> None:
@@ -278,6 +278,3 @@ class VariantTransport:
             raise AdapterFault(
                 f"the variant could not run the case: {type(error).__name__}: {error}", kind="error-reply"
             ) from None
-
-    def close(self) -> None:
-        """Nothing to release."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import FEATURES, LEVELS
-from conformance.transport import Handshake
+from conformance.transport import DirectTransport, Handshake
 
 
-class EngineTransport:
+class EngineTransport(DirectTransport):
     """An engine given as a function from (program, records) to observations, with a hello of the test's choosing.
 
     Without ``hello`` it declares every op, level and feature under ``name``.

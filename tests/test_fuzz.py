@@ -35,7 +35,7 @@ from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS, parse_program
 from conformance.protocol import LEVELS, observations_from_data
 from conformance.strategies import programs
-from conformance.transport import AdapterFault, Handshake, SubprocessTransport
+from conformance.transport import AdapterFault, DirectTransport, Handshake, SubprocessTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ADAPTER = [sys.executable, str(ROOT / "adapters" / "python" / "adapter.py")]
@@ -45,7 +45,7 @@ def broken(bug: str) -> str:
     return f"{sys.executable} {ROOT / 'adapters' / 'broken' / 'adapter.py'} {bug}"
 
 
-class MutantTransport:
+class MutantTransport(DirectTransport):
     """A catalogue engine called in-process: the protocol's shape without its cost."""
 
     def __init__(self, bug, levels=LEVELS, features=("seed",)):

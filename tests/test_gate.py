@@ -18,7 +18,7 @@ from conformance.fixture import FIXTURES_DIR, load_corpus
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import FEATURES, LEVELS, Observation, Profile
 from conformance.runner import NOTHING_TO_COMPARE, AdapterRun, Outcome, Result, engine_name, run_adapter, run_case
-from conformance.transport import Handshake
+from conformance.transport import DirectTransport, Handshake
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "conformance")
@@ -50,7 +50,7 @@ def test_a_failed_creation_lists_values_but_not_errors_and_a_failed_backward_lis
     assert "errors" in by_id["errors/failure-in-the-middle"].levels
 
 
-class Engine:
+class Engine(DirectTransport):
     """The reference in-process, under any hello; ``silent`` answers every step with an empty observation."""
 
     def __init__(self, *, levels=tuple(LEVELS), ops=DECLARABLE_OPS, error_kinds=None, trace="full", silent=False):

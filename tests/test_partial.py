@@ -14,7 +14,7 @@ from conformance.mutants import MutantEngine
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import CREATION_ERROR_KINDS, ERROR_KINDS, LEVELS
 from conformance.runner import run_adapter
-from conformance.transport import AdapterFault, Handshake
+from conformance.transport import AdapterFault, DirectTransport, Handshake
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "conformance")
@@ -123,7 +123,7 @@ def test_a_port_declaring_five_error_kinds_gets_exactly_the_levels_those_errors_
     assert all(outcome in ("passed", "unsupported") for outcome in outcomes.values())
 
 
-class MutantTransport:
+class MutantTransport(DirectTransport):
     """A catalogue engine in-process, with the error kinds it declares."""
 
     def __init__(self, bug, kinds):

@@ -35,7 +35,7 @@ from .launch import OpenedAdapter, open_adapter
 from .protocol import LEVELS
 from .pytest_gather import PROPERTY, Gatherer
 from .registry import REGISTRY, AdapterConfig, RegistryError, ad_hoc, registered
-from .runner import AdapterSession, Outcome, Result, select
+from .runner import OUTCOME_TABLE, AdapterSession, Outcome, PytestAction, Result, select
 from .transport import CASE_TIMEOUT, HANDSHAKE_TIMEOUT
 
 CASES_MODULE = Path(__file__).with_name("_pytest_cases.py")
@@ -411,19 +411,13 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
         pytest.skip(f"unsupported: {results[0].message}" if results else "no selected level applies to this case")
     for result in results:
         with subtests.test(msg=str(result.level), level=str(result.level)):
-            text = result.explanation()
-            if result.outcome == Outcome.UNSUPPORTED:
-                pytest.skip(f"unsupported: {result.message}")
-            elif result.outcome == Outcome.XFAILED:
-                pytest.xfail(f"expected failure: {result.reason}")
-            elif result.outcome == Outcome.FAILED:
-                pytest.fail(f"failed: {text}", pytrace=False)
-            elif result.outcome == Outcome.ERROR:
-                pytest.fail(f"error: {text}", pytrace=False)
-            elif result.outcome == Outcome.XPASSED:
-                pytest.fail(f"unexpected pass: {result.message}", pytrace=False)
-            elif result.outcome == Outcome.NOT_RUN:
-                pytest.fail(result.message, pytrace=False)
+            row = OUTCOME_TABLE[result.outcome]
+            if row.pytest == PytestAction.SKIP:
+                pytest.skip(row.text(result))
+            elif row.pytest == PytestAction.XFAIL:
+                pytest.xfail(row.text(result))
+            elif row.pytest == PytestAction.FAIL:
+                pytest.fail(row.text(result), pytrace=False)
 
 
 def _result_data(result: Result, observations: bool) -> dict[str, Any]:

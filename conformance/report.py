@@ -26,7 +26,7 @@ from .coverage import closest_agreeing, coverage_json, coverage_line
 from .files import write_atomic
 from .fixture import FORMAT_VERSION
 from .protocol import LEVELS, PROTOCOL_VERSION
-from .runner import OUTCOMES, AdapterRun, Outcome, Result
+from .runner import OUTCOME_TABLE, OUTCOMES, AdapterRun, Outcome, Result
 
 COLUMNS = OUTCOMES
 #: How many failure lines LiveLog prints per adapter before it only counts them.
@@ -87,9 +87,6 @@ def matrix_text(runs: list[AdapterRun]) -> str:
     return "\n".join(lines)
 
 
-_WORDS = {"failed": "FAILED", "error": "ERROR", "xpassed": "UNEXPECTED PASS"}
-
-
 def _groups(run: AdapterRun) -> list[list[Result]]:
     """Unexpected results, errors with one message (case ids aside) gathered into one group, in run order."""
     groups: dict[tuple[str, ...], list[Result]] = {}
@@ -117,7 +114,7 @@ def details_text(runs: list[AdapterRun]) -> str:
             else:
                 shown = ", ".join(cases[:5]) + (f", and {len(cases) - 5} more" if len(cases) > 5 else "")
                 where = f"{len(group)} results in {len(cases)} case(s): {shown}"
-            block = [f"{_WORDS[first.outcome]} {first.adapter} {where}"]
+            block = [f"{OUTCOME_TABLE[first.outcome].word} {first.adapter} {where}"]
             block += [f"  {line}" for line in first.explanation().splitlines()]
             reproducer = run.reproducers.get((first.case, first.level)) if len(group) == 1 else None
             if reproducer is not None:
@@ -226,6 +223,10 @@ def write_json(runs: list[AdapterRun], path: Path) -> None:
     write_atomic(path, json.dumps(to_json(runs), indent=2) + "\n")
 
 
+#: The JUnit elements a result can get (``OutcomeRow.junit``).
+_JUNIT = ("failure", "error", "skipped")
+
+
 def write_junit(runs: list[AdapterRun], path: Path) -> None:
     """Write JUnit XML: a testsuite per adapter, a testcase per (case, level)."""
     suites = ET.Element("testsuites", name="conformance")
@@ -237,12 +238,10 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
             ET.SubElement(properties, "property", name=key, value=str(value))
         if run.available:
             ET.SubElement(properties, "property", name="coverage", value=coverage_line(run))
-        suite.set("failures", str(run.count(Outcome.FAILED) + run.count(Outcome.XPASSED)))
-        suite.set("errors", str(run.count(Outcome.ERROR) + (1 if down else 0)))
-        skipped = (
-            run.count(Outcome.UNSUPPORTED) + run.count(Outcome.XFAILED) + run.count(Outcome.NOT_RUN) + (0 if run.available else 1)
-        )
-        suite.set("skipped", str(skipped))
+        counted = {element: sum(run.count(o) for o, row in OUTCOME_TABLE.items() if row.junit == element) for element in _JUNIT}
+        suite.set("failures", str(counted["failure"]))
+        suite.set("errors", str(counted["error"] + (1 if down else 0)))
+        suite.set("skipped", str(counted["skipped"] + (0 if run.available else 1)))
         if not run.available:
             case = ET.SubElement(suite, "testcase", classname=run.name, name="(adapter)")
             ET.SubElement(case, "skipped", message=f"unavailable: {run.reason}")
@@ -252,15 +251,13 @@ def write_junit(runs: list[AdapterRun], path: Path) -> None:
             ET.SubElement(case, "error", message=summary).text = run.down.describe()
         for result in run.results:
             case = ET.SubElement(suite, "testcase", classname=f"{run.name}.{result.level}", name=result.case)
-            text = result.explanation()
-            if result.outcome in (Outcome.FAILED, Outcome.XPASSED):
-                ET.SubElement(case, "failure", message=result.message.splitlines()[0] if result.message else "").text = text
-            elif result.outcome == Outcome.ERROR:
-                ET.SubElement(case, "error", message=result.message.splitlines()[0]).text = text
-            elif result.outcome in (Outcome.UNSUPPORTED, Outcome.XFAILED):
-                ET.SubElement(case, "skipped", message=f"{result.outcome}: {result.reason or result.message}")
-            elif result.outcome == Outcome.NOT_RUN:
-                ET.SubElement(case, "skipped", message=result.message)
+            row = OUTCOME_TABLE[result.outcome]
+            if row.junit == "skipped":
+                ET.SubElement(case, "skipped", message=row.text(result))
+            elif row.junit is not None:  # a failure or an error: its first line, then the whole explanation
+                ET.SubElement(
+                    case, row.junit, message=result.message.splitlines()[0] if result.message else ""
+                ).text = result.explanation()
         if run.available:
             ET.SubElement(suite, "system-out").text = f"{run.name}: {coverage_line(run)}"
     ET.indent(suites)
@@ -334,9 +331,10 @@ class LiveLog:
         """Called with one case's results; prints the unexpected ones, a line per outcome and message."""
         lines: dict[tuple[str, str], list[str]] = {}
         for result in results:
-            if result.outcome in (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED):
+            if OUTCOME_TABLE[result.outcome].unexpected and result.outcome != Outcome.NOT_RUN:  # not-run: said once, at the end
                 first = result.message.splitlines()[0] if result.message else ""
-                lines.setdefault((f"{_WORDS[result.outcome]} {result.adapter} {result.case}", first), []).append(result.level)
+                head = f"{OUTCOME_TABLE[result.outcome].word} {result.adapter} {result.case}"
+                lines.setdefault((head, first), []).append(result.level)
         for (head, first), levels in lines.items():
             self._shown += 1
             if self._shown <= LIVE_FAILURE_LINES:

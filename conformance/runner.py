@@ -46,8 +46,53 @@ class Outcome(StrEnum):
 
 #: Every outcome, in the order reports list them.
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
+
+
+class PytestAction(StrEnum):
+    """What the pytest plugin does with a (case, level) subtest of this outcome."""
+
+    PASS = "pass"
+    SKIP = "skip"
+    XFAIL = "xfail"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    """How every reporter shows one outcome: the one place an outcome is mapped to words."""
+
+    word: str
+    """The heading word of the terminal details, live log and HTML badge."""
+    unexpected: bool
+    """Whether it fails the gate (the CLI's exit status, the pytest session, the JUnit counts)."""
+    junit: Optional[str]
+    """The JUnit element under its testcase (``failure``, ``error``, ``skipped``); None for a pass."""
+    pytest: PytestAction
+    says: str
+    """What the one-line text of pytest's message and JUnit's attribute shows: ``explanation`` (message, likely
+    bugs, contract rules), ``message`` or ``reason`` (an expected failure's)."""
+    prefix: str = ""
+    """What that text starts with in pytest's message and in JUnit's skipped message."""
+
+    def text(self, result: "Result") -> str:
+        """The result's text for this outcome, prefix first."""
+        if self.says == "explanation":
+            return self.prefix + result.explanation()
+        return self.prefix + (result.reason if self.says == "reason" else result.message)
+
+
+#: Each outcome's row (docs/protocol.md, "Outcomes"); ``test_outcome_table`` checks every outcome has one.
+OUTCOME_TABLE: dict[Outcome, OutcomeRow] = {
+    Outcome.PASSED: OutcomeRow("PASSED", False, None, PytestAction.PASS, "message"),
+    Outcome.FAILED: OutcomeRow("FAILED", True, "failure", PytestAction.FAIL, "explanation", "failed: "),
+    Outcome.ERROR: OutcomeRow("ERROR", True, "error", PytestAction.FAIL, "explanation", "error: "),
+    Outcome.UNSUPPORTED: OutcomeRow("UNSUPPORTED", False, "skipped", PytestAction.SKIP, "message", "unsupported: "),
+    Outcome.XFAILED: OutcomeRow("XFAILED", False, "skipped", PytestAction.XFAIL, "reason", "expected failure: "),
+    Outcome.XPASSED: OutcomeRow("UNEXPECTED PASS", True, "failure", PytestAction.FAIL, "message", "unexpected pass: "),
+    Outcome.NOT_RUN: OutcomeRow("NOT RUN", True, "error", PytestAction.FAIL, "message"),
+}
 #: Outcomes that fail the gate.
-UNEXPECTED = (Outcome.FAILED, Outcome.ERROR, Outcome.XPASSED, Outcome.NOT_RUN)
+UNEXPECTED = tuple(outcome for outcome, row in OUTCOME_TABLE.items() if row.unexpected)
 #: Why a level whose comparison checked no field is unsupported, not passed.
 NOTHING_TO_COMPARE = (
     "nothing to compare: the case lists this level, but none of its steps has a field compared at it "

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 from ..compare import Difference, as_float, compare_level, show
 from ..fixture import Fixture
 from ..protocol import Observation
-from ..runner import Result
+from ..runner import OUTCOME_TABLE, Result
 from ..transport import Handshake
 from .draw import number, svg
 from .graph import Focus, build_graph, focus_of
@@ -90,7 +90,7 @@ def _heading(result: Result, anchor: str) -> str:
     e = html.escape
     attrs = f"class='result' id='{e(anchor)}' data-adapter='{e(result.adapter)}' data-level='{e(result.level)}'"
     attrs += f" data-outcome='{e(result.outcome)}' data-case='{e(result.case)}'"
-    word = "FAILED" if result.outcome == "failed" else result.outcome.upper()
+    word = OUTCOME_TABLE[result.outcome].word
     return (
         f"<section {attrs}><h3><span class='badge {e(result.outcome)}'>{e(word)}</span> "
         f"{e(result.adapter)} <code>{e(result.case)}</code> [{e(result.level)}]</h3>"

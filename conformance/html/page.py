@@ -22,7 +22,7 @@ from ..files import write_atomic
 from ..fixture import Fixture
 from ..protocol import LEVELS
 from ..report import warning_lines
-from ..runner import OUTCOMES, AdapterRun, Outcome, Result
+from ..runner import OUTCOME_TABLE, OUTCOMES, AdapterRun, Outcome, Result
 from .failure import failure_html, first_difference
 from .style import CSS, SCRIPT
 
@@ -114,7 +114,7 @@ def _filters(runs: list[AdapterRun]) -> str:
 def _plain_section(result: Result, anchor: str, body: str, levels: list[str], cases: list[str]) -> str:
     attrs = f"class='result' id='{_e(anchor)}' data-adapter='{_e(result.adapter)}' data-level='{_e(' '.join(levels))}'"
     attrs += f" data-outcome='{_e(result.outcome)}' data-case='{_e(' '.join(cases))}'"
-    word = {"error": "ERROR", "xpassed": "UNEXPECTED PASS"}.get(result.outcome, result.outcome.upper())
+    word = OUTCOME_TABLE[result.outcome].word
     where = f"<code>{_e(cases[0])}</code> [{_e(', '.join(levels))}]"
     if len(cases) > 1:
         where = f"{len(cases)} cases: " + ", ".join(f"<code>{_e(c)}</code>" for c in cases[:12])

@@ -54,6 +54,35 @@ class Handshake:
             found.append("trace: nodes only")
         return found
 
+    def to_json(self) -> dict[str, Any]:
+        """The handshake as report data (the pytest plugin's workers send it so), sets sorted."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "language": self.language,
+            "ops": sorted(self.ops),
+            "features": sorted(self.features),
+            "levels": sorted(self.levels),
+            "error_kinds": sorted(self.error_kinds),
+            "trace": self.trace.value,
+            "profile": self.profile.value,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Handshake":
+        """The handshake ``to_json`` wrote (already checked once, as a hello)."""
+        return Handshake(
+            data["name"],
+            data["version"],
+            data["language"],
+            frozenset(data.get("ops", ())),
+            frozenset(Level(level) for level in data["levels"]),
+            frozenset(data.get("features", ())),
+            frozenset(data["error_kinds"]),
+            TraceKind(data["trace"]),
+            Profile(data["profile"]),
+        )
+
     @staticmethod
     def parse(message: Hello | dict[str, Any]) -> "Handshake":
         """Check a hello reply (decoded, or as plain data); raise AdapterFault naming everything wrong with it.

@@ -300,11 +300,11 @@ class Hello(msgspec.Struct, tag="hello", tag_field="type", omit_defaults=True):
     protocol: int
     engine: EngineInfo
     ops: list[str]
-    levels: list[str]
+    levels: list[Level]
     features: list[str] = msgspec.field(default_factory=list)
     error_kinds: Optional[list[str]] = None
-    trace: str = TraceKind.FULL.value
-    profile: str = Profile.CONTRACT.value
+    trace: TraceKind = TraceKind.FULL
+    profile: Profile = Profile.CONTRACT
 
 
 class RunRequest(msgspec.Struct, tag="run", tag_field="type", omit_defaults=True):
@@ -473,7 +473,7 @@ def hello_fields(data: Any) -> tuple[dict[str, Any], list[str]]:
                 fields[info.name] = info.default_factory() if info.default is msgspec.NODEFAULT else info.default
             continue
         try:
-            fields[info.name] = msgspec.convert(data[info.encode_name], info.type, strict=False)
+            fields[info.name] = msgspec.convert(data[info.encode_name], _as_text(info.type), strict=False)
         except msgspec.ValidationError as error:
             located = _located(error)
             if located.startswith("at $"):
@@ -481,6 +481,15 @@ def hello_fields(data: Any) -> tuple[dict[str, Any], list[str]]:
             else:
                 problems.append(f"at $.{info.encode_name}: {located}")
     return fields, problems
+
+
+def _as_text(kind: Any) -> Any:
+    """A field's type with its enums as plain strings: the handshake names an unknown value with the known ones."""
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return str
+    if getattr(kind, "__origin__", None) is list:
+        return list[_as_text(kind.__args__[0])]  # type: ignore[misc]
+    return kind
 
 
 def _json_type(data: Any) -> str:

@@ -112,22 +112,7 @@ class Gatherer:
         programs = {fixture.id: fixture.program for fixture in self.state.fixtures}
         for data in self.results.values():
             run = runs.setdefault(data["adapter"], self._run(data["adapter"]))
-            run.results.append(
-                Result(
-                    data["adapter"],
-                    data["case"],
-                    data["level"],
-                    data["outcome"],
-                    data.get("message", ""),
-                    tuple(data.get("diagnosis", ())),
-                    float(data.get("largest_share") or 0.0),
-                    data.get("reason", ""),
-                    _observations(data, programs),
-                    data.get("stderr", ""),
-                    int(data.get("compared") or 0),
-                    single_precision=bool(data.get("single_precision")),
-                )
-            )
+            run.results.append(Result.from_json(data, _observations(data, programs)))
         adapters = {adapter.name: adapter for adapter in self.state.adapters}
         for run in runs.values():
             if run.name in adapters:
@@ -156,17 +141,7 @@ class Gatherer:
         run = AdapterRun(name)
         hello = self.hellos.get(name)
         if hello is not None:
-            run.handshake = Handshake(
-                hello["name"],
-                hello["version"],
-                hello["language"],
-                frozenset(hello.get("ops", ())),
-                frozenset(hello["levels"]),
-                frozenset(hello.get("features", ())),
-                error_kinds=frozenset(hello["error_kinds"]),
-                trace=hello["trace"],
-                profile=hello["profile"],
-            )
+            run.handshake = Handshake.from_json(hello)
         return run
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

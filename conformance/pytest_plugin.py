@@ -393,17 +393,7 @@ def check_case(request: Any, subtests: Any, adapter: AdapterConfig, fixture: Fix
     gathered = [_result_data(r, state.html_path is not None) for r in results]
     data = {"adapter": adapter.name, "case": fixture.id, "results": gathered, "down": down.describe() if down else None}
     if hello is not None:
-        data["hello"] = {
-            "name": hello.name,
-            "version": hello.version,
-            "language": hello.language,
-            "ops": sorted(hello.ops),
-            "features": sorted(hello.features),
-            "levels": sorted(hello.levels),
-            "error_kinds": sorted(hello.error_kinds),
-            "trace": hello.trace,
-            "profile": hello.profile,
-        }
+        data["hello"] = hello.to_json()
     request.node.user_properties.append((PROPERTY, json.dumps(data)))
     if down is not None and was_down:
         pytest.fail(f"not run: {down.headline} (the adapter's diagnosis is in the summary)", pytrace=False)

@@ -147,6 +147,24 @@ class Result:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
 
+    @staticmethod
+    def from_json(data: dict[str, Any], observations: Optional[tuple[Observation, ...]] = None) -> "Result":
+        """The result ``to_json`` wrote (the pytest plugin's workers send it so), with its wrong answer's observations."""
+        return Result(
+            data["adapter"],
+            data["case"],
+            Level(data["level"]),
+            Outcome(data["outcome"]),
+            data.get("message", ""),
+            tuple(data.get("diagnosis", ())),
+            float(data.get("largest_share") or 0.0),
+            data.get("reason", ""),
+            observations,
+            data.get("stderr", ""),
+            int(data.get("compared") or 0),
+            single_precision=bool(data.get("single_precision")),
+        )
+
     def rules(self) -> list[Rule]:
         """The contract rules a failed result's case exercises (none for other outcomes)."""
         if self.outcome != Outcome.FAILED:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 import msgspec
 
 from .fixture import Fixture, StepBounds, agree
-from .program import Step
+from .program import Program, Step
 from .protocol import ErrorInfo, Level, Observation, PassRecord, Profile
 from .wire import NON_FINITE, to_json_ready, ulp_distance
 
@@ -72,10 +72,16 @@ class Difference:
         return text
 
 
+class Said(str):
+    """A difference's side written in words, not JSON: ``a value``, ``fault ZeroDivisionError: ...``."""
+
+
 def show(value: Any) -> str:
     """A difference's expected or actual value as the reports write it: JSON, or ``nothing`` where there is none."""
     if value is _MISSING:
         return "nothing"
+    if isinstance(value, Said):
+        return str(value)
     if isinstance(value, msgspec.Struct):
         value = msgspec.to_builtins(value)
     return json.dumps(to_json_ready(value), sort_keys=False)
@@ -146,6 +152,8 @@ class Comparison:
     """How many fields were compared (each that agreed and each difference): 0 means the level checked nothing."""
     signed_zero_warnings: list[Difference]
     """Floats that agreed although only the sign of zero differed (under ``numeric``, or a nonzero bound)."""
+    not_comparable: tuple[int, ...] = ()
+    """Steps this level would have compared that the adapter skipped (protocol 2.1: they depend on a step that faulted)."""
 
 
 class _Collector:
@@ -311,12 +319,48 @@ def compare_fields(
     }
     compare = levels[level]
     empty = Observation()
+    gone = _not_created(fixture.program, observations)
+    skipped: list[int] = []
     for index, (step, expected) in enumerate(zip(fixture.program, fixture.expected)):
         actual = observations[index] if index < len(observations) else empty
-        compare(out, index, step, expected, actual)
+        if actual.fault is not None or actual.skipped is not None:
+            # Protocol 2.1: a step the engine raised at, or did not run. Only where this level compares the step.
+            probe = _Collector(Level(level), None, 1, Profile(profile))
+            compare(probe, index, step, expected, empty)
+            if probe.found or probe.compared:
+                if actual.fault is not None:
+                    note = "the engine raised or refused here" + ("; a later step that uses it is skipped" if step.id else "")
+                    said = _expectation(Level(level), step, expected)
+                    out.add(index, f"observations[{index}]", said, Said(f"fault {actual.fault}"), note=note)
+                else:
+                    skipped.append(index)
+        else:
+            if gone and expected.gradients is not None:  # a node the engine never created has no stored gradient
+                expected = msgspec.structs.replace(
+                    expected, gradients={k: v for k, v in expected.gradients.items() if k not in gone}
+                )
+            compare(out, index, step, expected, actual)
         if out.full:
             break
-    return Comparison(out.found, out.largest, out.compared, out.warnings)
+    return Comparison(out.found, out.largest, out.compared, out.warnings, tuple(skipped))
+
+
+def _not_created(program: Program, observations: Sequence[Observation]) -> frozenset[str]:
+    """The ids whose creating step faulted or was skipped (protocol 2.1): no later observation can hold them."""
+    return frozenset(
+        step.id
+        for step, observation in zip(program, observations)
+        if step.id is not None and (observation.fault is not None or observation.skipped is not None)
+    )
+
+
+def _expectation(level: Level, step: Step, expected: Observation) -> Said:
+    """What the contract has at a step, in words, as ``level`` compares it, for a step the engine faulted at."""
+    if expected.error is not None and level in (Level.ERRORS, Level.VALUES):
+        return Said(f"the error {expected.error.kind}")
+    if step.id is not None:
+        return Said(f"a value ({show(expected.value)})")
+    return Said("a pass record" if level in (Level.TRACE, Level.ORDER) else "gradients")
 
 
 def _values(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:

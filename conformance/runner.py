@@ -644,15 +644,21 @@ def run_case(
     for level in levels:
         comparison = compare_fields(fixture, observations, level, profile=hello.profile, edges=edges)
         differences, share = comparison.differences, comparison.largest_share
+        not_comparable = _not_comparable(fixture, observations, comparison.not_comparable)
         if not differences and not comparison.compared:
-            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise).
-            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, NOTHING_TO_COMPARE))
+            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise, or every step
+            # it compares depends on one the engine faulted at).
+            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, not_comparable or NOTHING_TO_COMPARE))
             continue
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
-            message = f"{first.describe()}{extra}"
+            message = f"{first.describe()}{extra}" + (f"; {not_comparable}" if not_comparable else "")
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
+            at = {difference.step for difference in differences}
+            faults = (o.fault for i, o in enumerate(observations) if o.fault is not None and i in at)
+            hints = (diagnose_error(fault, fixture) for fault in faults)
+            diagnosis += tuple(dict.fromkeys(hint for hint in hints if hint and hint not in diagnosis))
             stderr = transport.stderr_tail()
             outcome = Result(
                 name,
@@ -676,6 +682,7 @@ def run_case(
                 fixture.id,
                 level,
                 Outcome.PASSED,
+                not_comparable,
                 largest_share=share,
                 compared=comparison.compared,
                 signed_zero_warnings=signed,
@@ -684,6 +691,20 @@ def run_case(
     failing = [r.level for r in results if r.outcome == Outcome.FAILED]
     passing = [r.level for r in results if r.outcome == Outcome.PASSED]
     return unsupported + [_apply_expected(result, expected, failing, passing) for result in results]
+
+
+def _not_comparable(fixture: Fixture, observations: Sequence[Observation], skipped: Sequence[int]) -> str:
+    """The sentence for the steps a level could not compare (protocol 2.1 ``skipped``), naming the fault behind them."""
+    if not skipped:
+        return ""
+    roots: dict[int, str] = {}
+    for index in skipped:
+        k = index
+        while observations[k].skipped is not None:  # shape-checked: each names an earlier step
+            k = observations[k].skipped  # type: ignore[assignment]
+        roots.setdefault(k, observations[k].fault or "")
+    causes = "; ".join(f"step {k} ({fixture.program[k].describe()}) faulted: {fault}" for k, fault in sorted(roots.items()))
+    return f"{len(skipped)} step(s) not comparable, as the adapter skipped them: {causes}"
 
 
 def reads_records(levels: Iterable[str]) -> bool:

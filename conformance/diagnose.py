@@ -21,7 +21,7 @@ from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
 from .mutants import BUGS, Bug, MutantEngine
 from .program import LEAF_OPS
-from .protocol import Observation
+from .protocol import ERROR_KINDS, LEVELS, Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
@@ -42,9 +42,26 @@ class Diagnoser:
     Past ``max_entries`` remembered runs it forgets them all and starts again.
     """
 
-    def __init__(self, max_entries: int = 2000) -> None:
+    def __init__(
+        self, max_entries: int = 2000, *, unchecked: Collection[str] = (), levels: Optional[Collection[str]] = None
+    ) -> None:
         self.max_entries = max_entries
         self._simulated: dict[tuple[str, str, str], Optional[list[Any]]] = {}
+        self.unchecked = frozenset(unchecked)
+        """The error kinds the engine does not report: the catalogue's variants do not raise them either."""
+        self.levels = frozenset(LEVELS if levels is None else levels)
+        """The levels the engine declares: a variant must agree with its answers at those only."""
+
+    def declare(self, error_kinds: Collection[str], levels: Collection[str]) -> None:
+        """Diagnose as the engine's hello declares it: variants that make only its checks, compared on its levels.
+
+        An engine that reports no error kind (``error_kinds: []``) computes on where the contract raises; a
+        variant that raised there would never agree with it, and no mistake could be named.
+        """
+        unchecked = frozenset(ERROR_KINDS) - frozenset(error_kinds)
+        if unchecked != self.unchecked:
+            self._simulated.clear()
+        self.unchecked, self.levels = unchecked, frozenset(levels)
 
     def diagnose(
         self,
@@ -78,7 +95,8 @@ class Diagnoser:
                 continue
             # The variant must itself fail here, and the adapter's answers must agree with the variant's.
             variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile, edges=edges)[0])
-            if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
+            variant = replace(fixture, expected=tuple(simulated))
+            if variant_fails and _reproduces(variant, observations, level, profile, edges, self.levels):
                 if description not in found:
                     found.append(description)
         return found + ([implied] if implied else [])  # what the catalogue names first; then what the numbers imply
@@ -93,7 +111,7 @@ class Diagnoser:
             if len(self._simulated) >= self.max_entries:
                 self._simulated.clear()
             try:
-                self._simulated[key] = MutantEngine(bug).run(fixture.program)
+                self._simulated[key] = MutantEngine(bug, unchecked=self.unchecked).run(fixture.program)
             except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
                 self._simulated[key] = None
         return self._simulated[key]
@@ -112,10 +130,12 @@ def diagnose(
 _WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
 
 
-def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: str, edges: bool = True) -> bool:
+def _reproduces(
+    variant: Fixture, observations: list[Any], level: str, profile: str, edges: bool = True, declared: Collection[str] = LEVELS
+) -> bool:
+    whole = {each for each in _WHOLE_STEP_LEVELS if each in declared}  # what the engine does not declare, it does not answer
     return not any(
-        compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0]
-        for each in {level, *_WHOLE_STEP_LEVELS}
+        compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0] for each in {level, *whole}
     )
 
 

@@ -363,6 +363,7 @@ def fuzz(
     result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
     listed = bugs_of(expected)
     diagnoser = Diagnoser()  # this run's: what it simulates is not seen by another run
+    diagnoser.declare(hello.error_kinds, hello.levels)
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()

@@ -503,6 +503,7 @@ class AdapterSession:
             self.hello = self.transport.handshake()
             if self.profile is not None:
                 self.hello = replace(self.hello, profile=Profile(self.profile))
+            self.diagnoser.declare(self.hello.error_kinds, self.hello.levels)
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)

@@ -19,9 +19,10 @@ from typing import Any, Collection, Optional, Sequence
 
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
+from .handshake import Handshake
 from .mutants import BUGS, Bug, MutantEngine
 from .program import LEAF_OPS
-from .protocol import ERROR_KINDS, LEVELS, Observation
+from .protocol import ERROR_KINDS, LEVELS, GradientScope, Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
@@ -51,17 +52,25 @@ class Diagnoser:
         """The error kinds the engine does not report: the catalogue's variants do not raise them either."""
         self.levels = frozenset(LEVELS if levels is None else levels)
         """The levels the engine declares: a variant must agree with its answers at those only."""
+        self.leaves_only = False
+        """The engine keeps stored gradients on tracked leaves only: only those are compared."""
 
-    def declare(self, error_kinds: Collection[str], levels: Collection[str]) -> None:
-        """Diagnose as the engine's hello declares it: variants that make only its checks, compared on its levels.
+    def view(self, fixture: Fixture) -> Fixture:
+        """The fixture as the declared engine is compared on it (its leaves' stored gradients only, if it said so)."""
+        return fixture.leaves_only() if self.leaves_only else fixture
+
+    def declare(self, hello: Handshake) -> None:
+        """Diagnose as the engine's hello declares it: variants that make only its checks, compared on its levels
+        (and on its leaves' stored gradients only, for a leaves-only engine).
 
         An engine that reports no error kind (``error_kinds: []``) computes on where the contract raises; a
         variant that raised there would never agree with it, and no mistake could be named.
         """
-        unchecked = frozenset(ERROR_KINDS) - frozenset(error_kinds)
+        unchecked = frozenset(ERROR_KINDS) - frozenset(hello.error_kinds)
         if unchecked != self.unchecked:
             self._simulated.clear()
-        self.unchecked, self.levels = unchecked, frozenset(levels)
+        self.unchecked, self.levels = unchecked, frozenset(hello.levels)
+        self.leaves_only = hello.gradients is GradientScope.LEAVES
 
     def diagnose(
         self,

@@ -17,6 +17,7 @@ from .protocol import (
     FEATURES,
     LEVELS,
     PROTOCOL_VERSION,
+    GradientScope,
     Hello,
     Level,
     Profile,
@@ -42,6 +43,8 @@ class Handshake:
     """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
     profile: Profile = Profile.CONTRACT
     """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
+    gradients: GradientScope = GradientScope.ALL
+    """``leaves``: the engine keeps stored gradients on tracked leaves only (hello's optional ``gradients``)."""
 
     def partial(self) -> list[str]:
         """What the adapter declared less than in full, one phrase each (empty when nothing)."""
@@ -52,6 +55,8 @@ class Handshake:
             found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
         if self.trace == "nodes" and "trace" in self.levels:
             found.append("trace: nodes only")
+        if self.gradients is GradientScope.LEAVES:
+            found.append("gradients: leaves only (stored gradients compared on variables alone)")
         return found
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +71,7 @@ class Handshake:
             "error_kinds": sorted(self.error_kinds),
             "trace": self.trace.value,
             "profile": self.profile.value,
+            "gradients": self.gradients.value,
         }
 
     @staticmethod
@@ -81,6 +87,7 @@ class Handshake:
             frozenset(data["error_kinds"]),
             TraceKind(data["trace"]),
             Profile(data["profile"]),
+            GradientScope(data.get("gradients", GradientScope.ALL.value)),
         )
 
     @staticmethod
@@ -111,9 +118,15 @@ class Handshake:
                 "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
             )
         profile = _choice("profile", fields.get("profile", Profile.CONTRACT.value), Profile, problems)
+        scope = _choice("gradients", fields.get("gradients", GradientScope.ALL.value), GradientScope, problems)
+        if scope is GradientScope.LEAVES and "trace" in sets.get("levels", ()):
+            problems.append(
+                "field 'gradients': 'leaves' cannot be declared with the trace level, which compares every node's "
+                "stored gradient: drop trace from 'levels', or keep the gradients of every tracked node"
+            )
         if problems:
             raise AdapterFault("hello: " + "; ".join(problems))
-        assert trace is not None and profile is not None
+        assert trace is not None and profile is not None and scope is not None
         engine = fields["engine"]
         return Handshake(
             engine.name,
@@ -125,6 +138,7 @@ class Handshake:
             sets["error_kinds"],
             trace,
             profile,
+            scope,
         )
 
 
@@ -137,7 +151,7 @@ def _declared(key: str, raw: Any, allowed: tuple[str, ...], problems: list[str])
     return frozenset(raw)
 
 
-E = TypeVar("E", TraceKind, Profile)
+E = TypeVar("E", TraceKind, Profile, GradientScope)
 
 
 def _choice(key: str, raw: str, kind: type[E], problems: list[str]) -> Optional[E]:

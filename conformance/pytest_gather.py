@@ -133,7 +133,7 @@ class Gatherer:
         for run in runs:
             if run.handshake is not None:
                 diagnoser = Diagnoser()
-                diagnoser.declare(run.handshake.error_kinds, run.handshake.levels)
+                diagnoser.declare(run.handshake)
                 run.results, run.explanation = explain_run(
                     run.results, cases, diagnoser, run.handshake.profile, edges=run.handshake.trace == "full"
                 )

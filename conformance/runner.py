@@ -27,7 +27,7 @@ from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
 from .fixture import Fixture
-from .protocol import Level, Observation, Profile
+from .protocol import GradientScope, Level, Observation, Profile
 from .reproducer import Reproducer
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
 
@@ -300,6 +300,8 @@ class Plan:
     """The case's levels this adapter is compared at, in the case's order; none: its request is never sent."""
     skipped: dict[Level, str]
     """Every other level of the case, with the reason it is unsupported here."""
+    fixture: Fixture
+    """The case as this adapter is compared on it (only the leaves' stored gradients, for a leaves-only engine)."""
 
     @property
     def records(self) -> bool:
@@ -324,7 +326,8 @@ def plan(fixture: Fixture, hello: Handshake) -> Plan:
     gap = support_gap(fixture, hello)
     gaps: dict[str, str] = {level: gap for level in fixture.levels} if gap else level_gaps(fixture, hello)
     levels = tuple(Level(level) for level in fixture.levels if level not in gaps)
-    return Plan(levels, {Level(level): reason for level, reason in gaps.items()})
+    seen = fixture.leaves_only() if hello.gradients is GradientScope.LEAVES else fixture
+    return Plan(levels, {Level(level): reason for level, reason in gaps.items()}, seen)
 
 
 def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
@@ -503,7 +506,7 @@ class AdapterSession:
             self.hello = self.transport.handshake()
             if self.profile is not None:
                 self.hello = replace(self.hello, profile=Profile(self.profile))
-            self.diagnoser.declare(self.hello.error_kinds, self.hello.levels)
+            self.diagnoser.declare(self.hello)
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
@@ -629,6 +632,7 @@ def run_case(
     planned = plan(fixture, hello)
     levels = planned.levels
     unsupported = planned.unsupported(name, fixture)
+    fixture = planned.fixture
     if not levels:
         return unsupported
     edges = hello.trace == "full"

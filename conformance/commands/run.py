@@ -411,7 +411,7 @@ def _shrink_failures(
     by_id = {fixture.id: fixture for fixture in fixtures}
     try:
         diagnoser = Diagnoser()
-        diagnoser.declare(run.handshake.error_kinds, run.handshake.levels)
+        diagnoser.declare(run.handshake)
         run.reproducers, run.reproducer_notes = reproduce_run(
             run.results, transport, by_id, run.handshake.profile, seconds=budget, diagnoser=diagnoser
         )

@@ -22,7 +22,7 @@ from .fixture import Fixture, replayable
 from .handshake import Handshake
 from .mutants import BUGS, Bug, MutantEngine
 from .program import LEAF_OPS
-from .protocol import ERROR_KINDS, LEVELS, GradientScope, Observation
+from .protocol import ERROR_KINDS, LEVELS, Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
@@ -52,12 +52,12 @@ class Diagnoser:
         """The error kinds the engine does not report: the catalogue's variants do not raise them either."""
         self.levels = frozenset(LEVELS if levels is None else levels)
         """The levels the engine declares: a variant must agree with its answers at those only."""
-        self.leaves_only = False
-        """The engine keeps stored gradients on tracked leaves only: only those are compared."""
+        self.hello: Optional[Handshake] = None
+        """The declared engine (``declare``): its shape decides how a case is compared (``view``)."""
 
     def view(self, fixture: Fixture) -> Fixture:
-        """The fixture as the declared engine is compared on it (its leaves' stored gradients only, if it said so)."""
-        return fixture.leaves_only() if self.leaves_only else fixture
+        """The fixture as the declared engine is compared on it (``Handshake.view``)."""
+        return self.hello.view(fixture) if self.hello is not None else fixture
 
     def declare(self, hello: Handshake) -> None:
         """Diagnose as the engine's hello declares it: variants that make only its checks, compared on its levels
@@ -69,8 +69,7 @@ class Diagnoser:
         unchecked = frozenset(ERROR_KINDS) - frozenset(hello.error_kinds)
         if unchecked != self.unchecked:
             self._simulated.clear()
-        self.unchecked, self.levels = unchecked, frozenset(hello.levels)
-        self.leaves_only = hello.gradients is GradientScope.LEAVES
+        self.unchecked, self.levels, self.hello = unchecked, frozenset(hello.levels), hello
 
     def diagnose(
         self,

@@ -27,7 +27,7 @@ from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
 from .fixture import Fixture
-from .protocol import GradientScope, Level, Observation, Profile
+from .protocol import Level, Observation, Profile
 from .reproducer import Reproducer
 from .transport import AHEAD, AdapterFault, Handshake, Transport, case_timeout
 
@@ -326,8 +326,7 @@ def plan(fixture: Fixture, hello: Handshake) -> Plan:
     gap = support_gap(fixture, hello)
     gaps: dict[str, str] = {level: gap for level in fixture.levels} if gap else level_gaps(fixture, hello)
     levels = tuple(Level(level) for level in fixture.levels if level not in gaps)
-    seen = fixture.leaves_only() if hello.gradients is GradientScope.LEAVES else fixture
-    return Plan(levels, {Level(level): reason for level, reason in gaps.items()}, seen)
+    return Plan(levels, {Level(level): reason for level, reason in gaps.items()}, hello.view(fixture))
 
 
 def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..compare import Difference, as_float, compare_level, show
 from ..fixture import Fixture
-from ..protocol import GradientScope, Observation
+from ..protocol import Observation
 from ..runner import OUTCOME_TABLE, Result
 from ..transport import Handshake
 from .draw import number, svg
@@ -36,8 +36,8 @@ def first_difference(result: Result, fixture: Fixture, hello: Optional[Handshake
         return None
     profile = hello.profile if hello is not None else "contract"
     edges = hello is None or hello.trace == "full"
-    if hello is not None and hello.gradients is GradientScope.LEAVES:
-        fixture = fixture.leaves_only()
+    if hello is not None:
+        fixture = hello.view(fixture)
     found, _ = compare_level(fixture, list(result.observations), result.level, 1, profile=profile, edges=edges)
     return found[0] if found else None
 

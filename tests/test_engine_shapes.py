@@ -1,8 +1,12 @@
-"""An engine that keeps stored gradients on leaves only (PyTorch without retain_grad) can say so in hello."""
+"""Declared engine shapes: stored gradients on leaves only (PyTorch without retain_grad), single precision."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from inprocess import EngineTransport
@@ -13,7 +17,7 @@ from conformance.fixture import load_corpus
 from conformance.handshake import Handshake
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS
-from conformance.protocol import FEATURES, GradientScope, Level, Observation
+from conformance.protocol import FEATURES, GradientScope, Level, Observation, Precision
 from conformance.report import markdown, to_json
 from conformance.runner import Outcome, run_adapter
 from conformance.transport import AdapterFault
@@ -77,3 +81,34 @@ def test_leaves_with_the_trace_level_is_a_handshake_error_that_says_why():
         Handshake.parse(hello)
     with pytest.raises(AdapterFault, match="field 'gradients': 'some' is not one of 'all', 'leaves'"):
         Handshake.parse({**hello, "levels": ["values"], "gradients": "some"})
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "conformance")
+
+
+def float32_run(tmp_path, *mode):
+    report = tmp_path / f"float32{'-'.join(mode)}.json"
+    command = " ".join([sys.executable, str(ROOT / "tests/fakes/float32_adapter.py"), *mode])
+    args = [CLI, "run", "--command", command, "--case", "ops/*", "--case", "seed/*", "--json", str(report), "--no-shrink"]
+    subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return json.loads(report.read_text())
+
+
+def test_a_float32_engine_that_declares_its_precision_is_compared_as_float32_and_says_so(tmp_path):
+    undeclared = float32_run(tmp_path)
+    failed = [r for r in undeclared["results"] if r["outcome"] == "failed"]
+    assert len(failed) > 20 and all(r.get("single_precision") for r in failed)
+    declared = float32_run(tmp_path, "declared")
+    assert {r["outcome"] for r in declared["results"]} == {"passed"}
+    said = "precision: float32 (a float agrees also as the contract's value in single precision)"
+    assert said in declared["adapters"][0]["partial"]
+
+
+def test_float32_rounding_is_not_a_licence_for_other_wrong_floats():
+    """Declared float32, an engine whose add derivative is wrong still fails: 1 is not 2 in any precision."""
+    hello = replace(LEAVES, gradients=GradientScope.ALL, precision=Precision.FLOAT32)
+    engine = MutantEngine("wrong-derivative-add").run
+    adapter_run = run_adapter("f32", EngineTransport("f32", engine, hello), CORPUS, [])
+    failed = [r for r in adapter_run.results if r.outcome == Outcome.FAILED]
+    assert failed and BUGS["wrong-derivative-add"] in {hint for r in failed for hint in r.diagnosis}

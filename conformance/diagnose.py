@@ -27,6 +27,9 @@ from .protocol import ERROR_KINDS, LEVELS, Observation
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
 
+#: A case this many steps long or more is deep enough that a native recursion over its graph can overflow the stack.
+DEEP_STEPS = 10_000
+
 #: Programs longer than this are not re-run through the catalogue: one such program costs as
 #: much as the rest of the corpus (a 10,000-deep chain, the LLM step), and every bug it
 #: shows is also shown, and named, by a small case.
@@ -201,6 +204,11 @@ def diagnose_error(message: str, fixture: Optional[Fixture] = None) -> Optional[
     Recursion limits and stack overflows are named whatever the case; the exceptions a Python engine raises
     where the contract computes an infinity or nan are named when the case has the op that explains them.
     """
+    if fixture is not None and ("SIGSEGV" in message or "SIGBUS" in message) and fixture.size >= DEEP_STEPS:
+        return (
+            f"{BUGS[Bug.RECURSIVE_TOPO]}, or a recursive destructor: a native engine that walks or frees a graph "
+            f"{fixture.size} steps deep by recursion overflows its stack, and the process dies by a signal"
+        )
     if any(word in message for word in _RECURSION_WORDS):
         return BUGS[Bug.RECURSIVE_TOPO]
     if fixture is None:

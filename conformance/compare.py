@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import msgspec
 
@@ -81,6 +82,46 @@ def show(value: Any) -> str:
 
 
 _MISSING = object()
+
+
+#: The largest finite float32.
+FLOAT32_MAX = (2.0 - 2.0**-23) * 2.0**127
+#: The smallest normal float32, 2^-126.
+FLOAT32_TINIEST_NORMAL = 2.0**-126
+#: How many float32 ulps a single-precision engine's value may be from the float64 one (``single_precision``).
+FLOAT32_ULPS = 4
+
+
+def single_precision(differences: Sequence[Difference]) -> bool:
+    """Whether every difference is what computing in float32 makes of the expected float.
+
+    An engine in single precision has the expected leaves rounded to float32 and rounds again at every op,
+    so each of its floats is a float32 number within FLOAT32_ULPS float32 ulps of the contract's value;
+    past float32's largest finite value it has an infinity of the same sign, and below its smallest normal
+    one a float32 number within that normal of the value (it underflowed). A sign of zero alone is not it.
+    """
+    if not differences:
+        return False
+    return all(_float32_of(as_float(d.expected), as_float(d.actual)) for d in differences)
+
+
+def _float32_of(expected: Optional[float], actual: Optional[float]) -> bool:
+    """Whether ``actual`` is what single precision makes of ``expected`` (``single_precision``)."""
+    if expected is None or actual is None or not math.isfinite(expected) or actual == expected:
+        return False
+    if abs(expected) > FLOAT32_MAX:
+        return math.isinf(actual) and math.copysign(1.0, actual) == math.copysign(1.0, expected)
+    if not math.isfinite(actual):
+        return False
+    try:
+        (rounded,) = struct.unpack("<f", struct.pack("<f", actual))
+    except OverflowError:
+        return False
+    if rounded != actual:
+        return False
+    if abs(expected) < FLOAT32_TINIEST_NORMAL:
+        return abs(actual - expected) <= FLOAT32_TINIEST_NORMAL
+    return abs(actual - expected) <= FLOAT32_ULPS * math.ldexp(1.0, math.frexp(expected)[1] - 24)
 
 
 def as_float(raw: Any) -> Optional[float]:

@@ -7,17 +7,20 @@ agrees with the adapter's: values, stored gradients, which steps fail and
 with what error, and the failing level's own fields. Then its description is
 the diagnosis; when no variant reproduces the failure, none is named (a guess
 would send the porter after the wrong bug). Two patterns are also named directly: a backward that failed
-but changed stored gradients, and a crash that reads like a recursion limit.
+but changed stored gradients, and a crash that reads like a recursion limit. In a one-op case whose values
+agree, the local derivative the engine's gradients imply is shown beside the contract's (after any name).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
 from .mutants import BUGS, Bug, MutantEngine
+from .program import LEAF_OPS
 from .protocol import Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
@@ -56,6 +59,7 @@ class Diagnoser:
         direct = _changed_on_failure(fixture, observations)
         if direct and level == "errors":
             found.append(direct)
+        implied = implied_derivative(fixture, observations) if level in _GRADIENT_LEVELS else None
         if fixture.size > DIAGNOSIS_MAX_STEPS:
             return found
         for bug, description in BUGS.items():
@@ -69,7 +73,7 @@ class Diagnoser:
             if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
                 if description not in found:
                     found.append(description)
-        return found
+        return found + ([implied] if implied else [])  # what the catalogue names first; then what the numbers imply
 
     def simulate(self, fixture: Fixture, bug: str) -> Optional[list[Any]]:
         """The observations of the catalogue variant ``bug`` on the fixture's program; None if it cannot run it.
@@ -107,10 +111,91 @@ def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: 
     )
 
 
-def diagnose_error(message: str) -> Optional[str]:
-    """A diagnosis for an adapter error, when its message or stderr shows one."""
+#: The levels whose differences a wrong local derivative shows in (stored gradients, pass adjoints, edges).
+_GRADIENT_LEVELS = ("gradients", "trace", "order")
+
+
+def implied_derivative(fixture: Fixture, observations: Sequence[Observation]) -> Optional[str]:
+    """In a one-op case whose values agree, the local derivative the engine's gradients imply, beside the contract's.
+
+    The case is leaves, one op on them and a backward from the op's result: a leaf used in one slot then
+    has the gradient seed * local derivative, so the engine's gradient over the seed is its local
+    derivative. Named for the first operand whose gradient differs; None for any other case.
+    """
+    program = fixture.program
+    ops = [index for index, step in enumerate(program) if step.creates and step.op not in LEAF_OPS]
+    if len(ops) != 1 or len(observations) != len(program):
+        return None
+    at = ops[0]
+    op = program[at]
+    backwards = [index for index, step in enumerate(program) if step.op == "backward"]
+    if op.repeat or not backwards or program[backwards[0]].output != op.id or backwards[0] < at:
+        return None
+    if any(program[i].op not in LEAF_OPS for i, step in enumerate(program) if step.creates and i != at):
+        return None
+    expected, actual = fixture.expected[at], observations[at]
+    if expected.value is None or actual.value is None or expected.value != actual.value:
+        return None  # the values differ: that difference is the one to read first
+    seed = program[backwards[0]].seed
+    seed = 1.0 if seed is None else seed
+    step_expected, step_actual = fixture.expected[backwards[0]], observations[backwards[0]]
+    if not seed or step_expected.gradients is None or step_actual.gradients is None or step_expected.error is not None:
+        return None
+    values = {step.id: fixture.expected[i].value for i, step in enumerate(program) if step.creates}
+    kinds = {step.id: step.op for step in program if step.creates}
+    for slot, operand in enumerate(op.operands):
+        if op.operands.count(operand) != 1 or kinds[operand] != "variable":
+            continue
+        want, got = step_expected.gradients.get(operand), step_actual.gradients.get(operand)
+        if want is None or got is None or want == got or not (math.isfinite(want) and math.isfinite(got)):
+            continue
+        where = ", ".join(f"{name} = {values[name]!r}" for name in op.operands)
+        if op.exponent is not None:
+            where += f", exponent {op.exponent!r}"
+        return (
+            f"{op.op}'s local derivative for slot {slot} ({operand}) at {where}: the engine's is {got / seed!r}, "
+            f"the contract's {want / seed!r} (the values agree, and the gradient of {operand} over the seed is that derivative)"
+        )
+    return None
+
+
+def diagnose_error(message: str, fixture: Optional[Fixture] = None) -> Optional[str]:
+    """A diagnosis for an adapter error, when its message or stderr shows one (``fixture``: the case it ran).
+
+    Recursion limits and stack overflows are named whatever the case; the exceptions a Python engine raises
+    where the contract computes an infinity or nan are named when the case has the op that explains them.
+    """
     if any(word in message for word in _RECURSION_WORDS):
         return BUGS[Bug.RECURSIVE_TOPO]
+    if fixture is None:
+        return None
+    ops = {step.op for step in fixture.program}
+    pow_at_zero = any(step.op == "pow" and step.exponent == 0.0 for step in fixture.program)
+    if "cannot be raised to a negative power" in message or ("ZeroDivisionError" in message and pow_at_zero):
+        if pow_at_zero:
+            return BUGS[Bug.POW_DERIVATIVE_AT_C_0] + "; in Python, 0.0 ** -1.0 raises ZeroDivisionError"
+        return (
+            "pow computed with Python's ** raises ZeroDivisionError for a zero base and a negative exponent, where the "
+            "contract's value is infinite and the step fails with non-finite-value"
+        )
+    if "ZeroDivisionError" in message and "div" in ops:
+        return (
+            "a division by zero computed with Python's /, which raises ZeroDivisionError, where the contract's IEEE "
+            "division gives an infinity or nan and the step fails with non-finite-value (or backward with a "
+            "non-finite error)"
+        )
+    if "OverflowError" in message or "Numerical result out of range" in message or "math range error" in message:
+        if "div" in ops and "Numerical result out of range" in message:
+            return BUGS[Bug.DIV_DERIVATIVE_SQUARED] + "; in Python, b ** 2 raises OverflowError where b * b is inf"
+        return (
+            "a Python float operation (** or math.exp) raised OverflowError where the contract's result is infinite: "
+            "the contract fails that step with non-finite-value (or backward with a non-finite error) instead"
+        )
+    if "math domain error" in message:
+        return (
+            "math.log (or another math function) raised ValueError outside its domain, where the contract's result is "
+            "nan or -inf and the step fails with non-finite-value"
+        )
     return None
 
 
@@ -160,7 +245,7 @@ def catalogue_score(corpus: list[Fixture], diagnosed: int = 5) -> list[MutantSco
             except Exception as error:  # noqa: BLE001 - a crashing engine is caught as an adapter error
                 killed = killed or (fixture.id, "error")
                 tried += 1
-                if diagnose_error(f"{type(error).__name__}: {error}") == description:
+                if diagnose_error(f"{type(error).__name__}: {error}", fixture) == description:
                     named = (fixture.id, "error")
                 continue
             for level in fixture.levels:

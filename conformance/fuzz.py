@@ -175,7 +175,7 @@ def examine(
         hello = transport.handshake()
         observations = transport.run(FUZZ_CASE, program)
     except AdapterFault as fault:
-        hint = diagnose_error(str(fault))
+        hint = diagnose_error(str(fault), fixture)
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
     gaps = level_gaps(fixture, hello)
     edges = hello.trace == "full"

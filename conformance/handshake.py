@@ -47,7 +47,8 @@ class Handshake:
         """What the adapter declared less than in full, one phrase each (empty when nothing)."""
         found = []
         missing = [kind for kind in ERROR_KINDS if kind not in self.error_kinds]
-        if missing:
+        # An adapter without the errors level that reports no kind at all says nothing by it: not a phrase to repeat.
+        if missing and ("errors" in self.levels or self.error_kinds):
             found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
         if self.trace == "nodes" and "trace" in self.levels:
             found.append("trace: nodes only")

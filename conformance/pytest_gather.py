@@ -125,6 +125,7 @@ class Gatherer:
                     _observations(data, programs),
                     data.get("stderr", ""),
                     int(data.get("compared") or 0),
+                    single_precision=bool(data.get("single_precision")),
                 )
             )
         adapters = {adapter.name: adapter for adapter in self.state.adapters}
@@ -134,6 +135,21 @@ class Gatherer:
             if run.name in adapters and adapters[run.name].ad_hoc:  # called by its engine's name from hello, not "command"
                 run.rename(engine_name(run.handshake, run.name, [name for name in runs if name != run.name]))
         return runs
+
+    def _explain(self, runs: list[AdapterRun]) -> None:
+        """Take back each name the rest of the session contradicts, and explain each run's wrong answers together.
+
+        The workers named the mistakes case by case; only here are all of an adapter's results in one place.
+        """
+        from .consistency import explain_run
+        from .diagnose import Diagnoser
+
+        cases = {fixture.id: fixture for fixture in self.state.fixtures}
+        for run in runs:
+            if run.handshake is not None:
+                run.results, run.explanation = explain_run(
+                    run.results, cases, Diagnoser(), run.handshake.profile, edges=run.handshake.trace == "full"
+                )
 
     def _run(self, name: str) -> AdapterRun:
         """An adapter's run with no results yet, and its hello as gathered."""
@@ -179,12 +195,13 @@ class Gatherer:
         """The counts per adapter and level, each dead adapter's diagnosis once, and the JSON report on request."""
         if getattr(config, "workerinput", None) is not None:
             return
-        from .report import matrix_text, warning_lines, write_json
+        from .report import diagnosis_lines, matrix_text, warning_lines, write_json
 
         gathered = self._gathered()  # by the adapter's own name; each run keeps its engine's name for the reports
         runs = list(gathered.values())
         if not runs:
             return
+        self._explain(runs)
         terminalreporter.section("conformance")
         for line in matrix_text(runs).splitlines():
             terminalreporter.write_line(line)
@@ -194,6 +211,8 @@ class Gatherer:
         for own, run in gathered.items():  # each stale or too broad expected failure, judged over every case of the session
             for note in _expected_notes(adapters.get(own), run.results):
                 terminalreporter.write_line(f"{run.name}: {note}", yellow=True)
+        for line in diagnosis_lines(runs):
+            terminalreporter.write_line(line)
         for diagnosis in self.downs.values():
             terminalreporter.write_line("")
             terminalreporter.write_line("ADAPTER DOWN " + diagnosis)

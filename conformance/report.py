@@ -120,6 +120,9 @@ def details_text(runs: list[AdapterRun]) -> str:
             block = [f"{_WORDS[first.outcome]} {first.adapter} {where}"]
             block += [f"  {line}" for line in first.explanation().splitlines()]
             blocks.append("\n".join(block))
+        explained = diagnosis_lines([run])
+        if explained:
+            blocks.append("\n".join(explained))
         if run.down is not None:
             blocks.append("ADAPTER DOWN " + run.down.describe())
         elif run.count(Outcome.NOT_RUN):
@@ -132,6 +135,11 @@ def warning_lines(runs: list[AdapterRun]) -> list[str]:
     """One line per adapter whose expected-failures file has unreviewed drafts, one per adapter with sign-of-zero warnings."""
     warnings = [(run.name, text) for run in runs for text in (run.warning, run.signed_zero_warning) if text]
     return [f"WARNING {name}: {text}" for name, text in warnings]
+
+
+def diagnosis_lines(runs: list[AdapterRun]) -> list[str]:
+    """Each adapter's whole-run explanation (``consistency.Explanation``), a ``DIAGNOSIS NAME: ...`` line each."""
+    return [f"DIAGNOSIS {run.name}: {line}" for run in runs if run.explanation is not None for line in run.explanation.lines()]
 
 
 def summary_line(runs: list[AdapterRun]) -> str:
@@ -186,6 +194,7 @@ def to_json(runs: list[AdapterRun]) -> dict[str, Any]:
         if run.warning:
             entry["warning"] = run.warning
         entry["signed_zero_warning"] = run.signed_zero_warning
+        entry["explanation"] = run.explanation.to_json() if run.explanation is not None else None
         entry["seconds"] = round(run.seconds, 3)
         entry["largest_share"] = run.largest_share if math.isfinite(run.largest_share) else None
         if run.largest_share_at is not None:
@@ -255,6 +264,9 @@ def markdown(runs: list[AdapterRun]) -> str:
     for run in runs:
         if run.available:
             lines.append(f"\n{run.name}: {coverage_line(run)}.")
+    for run in runs:
+        if run.explanation is not None and run.explanation.lines():
+            lines.append("\n" + "\n".join(f"{run.name}: {line}." for line in run.explanation.lines()))
     profiles = [f"{run.name} {run.handshake.profile}" for run in runs if run.handshake is not None]
     if profiles:
         lines.append(f"\nProfiles (docs/contract.md section 9): {', '.join(profiles)}.")

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import compare_fields
+from .compare import compare_fields, single_precision
+from .consistency import Explanation, explain_run
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
 from .expected import Expected, find, passed_message, unreviewed_warning
@@ -79,6 +80,8 @@ class Result:
     """How many fields the comparison at this level compared (0: the adapter's answer was not compared)."""
     signed_zero_warnings: tuple[str, ...] = ()
     """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
+    single_precision: bool = False
+    """A wrong answer whose every difference is float32 rounding of the expected float (``compare.single_precision``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The result as report data."""
@@ -90,6 +93,8 @@ class Result:
             data["reason"] = self.reason
         data["largest_share"] = self.largest_share
         data["compared"] = self.compared
+        if self.single_precision:
+            data["single_precision"] = True
         if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -125,6 +130,8 @@ class AdapterRun:
     """The adapter's expected-failures file, if it has one."""
     unreviewed: int = 0
     """How many of its entries are unreviewed drafts (``unreviewed = true``)."""
+    explanation: Optional[Explanation] = None
+    """What the catalogue says of its wrong answers taken together (``conformance.consistency``), once the run ended."""
 
     @property
     def warning(self) -> Optional[str]:
@@ -499,6 +506,14 @@ def run_adapter(
             run.results += not_run(name, fixture, f"the run was {run.interrupted}")
     if progress:
         progress(len(fixtures), len(fixtures), "")
+    if session.hello is not None:  # a name the rest of the run contradicts is taken back
+        run.results, run.explanation = explain_run(
+            run.results,
+            {fixture.id: fixture for fixture in fixtures},
+            session.diagnoser,
+            session.hello.profile,
+            edges=session.hello.trace == "full",
+        )
     run.down = session.down
     run.seconds = time.monotonic() - started
     return run
@@ -565,6 +580,7 @@ def run_case(
                 tuple(observations),
                 stderr,
                 comparison.compared,
+                single_precision=single_precision(differences),
             )
         else:
             signed = tuple(warning.describe() for warning in comparison.signed_zero_warnings)
@@ -589,7 +605,7 @@ def reads_records(levels: Iterable[str]) -> bool:
 
 
 def _charge(name: str, fixture: Fixture, levels: Iterable[str], message: str, expected: list[Expected]) -> list[Result]:
-    hint = diagnose_error(message)
+    hint = diagnose_error(message, fixture)
     return [
         _apply_expected(Result(name, fixture.id, level, Outcome.ERROR, message, (hint,) if hint else ()), expected)
         for level in levels

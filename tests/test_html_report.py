@@ -236,3 +236,34 @@ def test_in_chromium_the_counts_highlights_and_filters_are_what_the_run_found(re
         assert adapters and "stale" not in adapters
         assert "xfailed" not in browser.evaluate(visible)  # the stale adapter's xfail went with it
         assert browser.evaluate("document.getElementById('shown').textContent").endswith("sections shown")
+
+
+def test_an_adapter_without_trace_or_errors_sees_only_the_fields_it_declared_and_nan_is_called_nan(tmp_path):
+    from inprocess import EngineTransport
+
+    from conformance.execute import run_program
+    from conformance.mutants import MutantEngine
+    from conformance.program import DECLARABLE_OPS
+    from conformance.protocol import observations_from_data
+    from conformance.transport import Handshake
+
+    fixtures = [f for f in load_corpus() if f.id in ("seed/reused-square", "ops/tanh/libm-rounding")]
+    hello = Handshake("leafy", "0", "python", frozenset(DECLARABLE_OPS), frozenset({"values", "gradients"}), frozenset({"seed"}))
+    hello = dataclasses.replace(hello, error_kinds=frozenset())
+    assign = MutantEngine("assign")
+
+    def engine(program, records):
+        if any(step.op == "tanh" for step in program):  # tanh's gradient comes back as nan
+            raw = [o.to_json() for o in run_program(program, record_pass=False)]
+            raw[-1]["gradients"]["a"] = "nan"
+            return observations_from_data(raw, program)
+        return assign.run(program, False)
+
+    run = run_adapter("leafy", EngineTransport("leafy", engine, hello), fixtures, [])
+    assert run.count("failed") == 2 and run.handshake is not None and run.handshake.partial() == []
+    write_report([run], fixtures, tmp_path / "r.html")
+    text = (tmp_path / "r.html").read_text()
+    tables = re.findall(r"<table class='sides'>.*?</table>", text, re.S)
+    assert len(tables) == 2
+    assert all("pass." not in table and "error." not in table for table in tables)
+    assert "nan (no distance)" in text and "errors: 0 of" not in text

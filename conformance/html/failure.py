@@ -9,10 +9,11 @@ escaped before it is written.
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Optional
 
-from ..compare import Difference, compare_level, show
+from ..compare import Difference, as_float, compare_level, show
 from ..fixture import Fixture
 from ..protocol import Observation
 from ..runner import Result
@@ -68,7 +69,7 @@ def failure_html(result: Result, fixture: Fixture, hello: Optional[Handshake], a
         parts.append(f"<p class='note'>{e(note)}</p>")
     parts.append(f"{picture}</figure></div>")
     if difference is not None:
-        parts.append(_side_by_side(difference, fixture, actual, graph.focus))
+        parts.append(_side_by_side(difference, fixture, actual, graph.focus, result.level, hello))
     if result.stderr.strip():
         tail = "\n".join(result.stderr.rstrip().splitlines()[-STDERR_LINES:])
         summary = "adapter stderr (its last lines when this case was compared: the adapter may have been running later cases)"
@@ -112,18 +113,35 @@ def _relevant(key: str, focus: Optional[Focus]) -> bool:
     return key in ("value", f"gradients.{focus.node}") or key.startswith(f"pass.nodes[{focus.node}]")
 
 
-def _side_by_side(difference: Difference, fixture: Fixture, actual: list[Observation], focus: Optional[Focus]) -> str:
-    """The first difference, then the focus's fields at that step: expected | actual."""
+def _side_by_side(
+    difference: Difference,
+    fixture: Fixture,
+    actual: list[Observation],
+    focus: Optional[Focus],
+    level: str,
+    hello: Optional[Handshake],
+) -> str:
+    """The first difference, then the focus's fields at that step: expected | actual.
+
+    Only fields the result's level compares are shown beside it: pass-record fields at ``trace`` and
+    ``order``, error fields where the adapter declares the ``errors`` level, so an adapter that keeps no
+    pass record never sees those fields as differences.
+    """
     e = html.escape
     index = difference.step
     want = fixture.expected[index].floats() if index < len(fixture.expected) else {}
     got = actual[index].floats() if index < len(actual) else {}
     # A pass record the case does not compare (no trace level) is not shown beside nothing.
-    has_pass = index < len(fixture.expected) and fixture.expected[index].pass_ is not None
-    keys = [k for k in dict.fromkeys([*want, *got]) if _relevant(k, focus) and (has_pass or not k.startswith("pass."))]
+    has_pass = index < len(fixture.expected) and fixture.expected[index].pass_ is not None and level in ("trace", "order")
+    errors = hello is None or "errors" in hello.levels
+    keys = [
+        k
+        for k in dict.fromkeys([*want, *got])
+        if _relevant(k, focus) and (has_pass or not k.startswith("pass.")) and (errors or not k.startswith("error."))
+    ]
     keys = keys[:MAX_FIELDS]
     path = re.sub(r"^observations\[\d+\]\.?", "", difference.path) or "(the step)"
-    ulps = f"{difference.ulps:.3g}" if difference.ulps is not None else ""
+    ulps = _distance(difference)
     rows = [
         "<table class='sides'><tr><th>field at step " + str(index) + "</th><th>expected</th><th>actual</th><th>ulps</th></tr>",
         f"<tr class='first'><td><code>{e(path)}</code></td><td>{e(_plain(difference.expected))}</td>"
@@ -136,6 +154,18 @@ def _side_by_side(difference: Difference, fixture: Fixture, actual: list[Observa
         cls = " class='differs'" if number(a) != number(b) else ""
         rows.append(f"<tr{cls}><td><code>{e(key)}</code></td><td>{e(number(a))}</td><td>{e(number(b))}</td><td></td></tr>")
     return "\n".join(rows) + "</table>"
+
+
+def _distance(difference: Difference) -> str:
+    """The ulp distance as the table shows it: ``nan`` or ``inf`` for a non-finite side, never "ulps inf"."""
+    if difference.ulps is None:
+        return ""
+    if math.isfinite(difference.ulps):
+        return f"{difference.ulps:.3g}"
+    sides = [as_float(difference.expected), as_float(difference.actual)]
+    if any(side is not None and math.isnan(side) for side in sides):
+        return "nan (no distance)"
+    return "inf (an infinite side)"
 
 
 def _plain(value: object) -> str:

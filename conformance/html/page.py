@@ -62,7 +62,11 @@ def _adapters(runs: list[AdapterRun], fixtures: dict[str, Fixture]) -> str:
         hello = run.handshake
         engine = [hello.name, hello.version, hello.language, hello.profile] if hello is not None else ["?", "?", "?", "?"]
         ulps = _largest_ulps(run, fixtures)
-        shown = "none (no wrong answer)" if ulps is None else ("inf" if math.isinf(ulps) else f"{ulps:.3g}")
+        shown = (
+            "none (no wrong answer)"
+            if ulps is None
+            else ("not finite: a nan or an infinity differs" if math.isinf(ulps) else f"{ulps:.3g}")
+        )
         closest = closest_agreeing(run) or "none (no result passed)"
         cells = [run.name, *engine, shown, closest, f"{run.seconds:.1f} s", coverage_line(run)]
         rows.append(f"<tr {attrs}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
@@ -169,6 +173,12 @@ def render(
         sections += _errors(run)
         sections.append(_down(run))
     warnings = "".join(f"<p class='warning'>{_e(line)}</p>" for line in warning_lines(runs))
+    warnings += "".join(
+        f"<p class='diagnosis'><b>{_e(run.name)}:</b> {_e(line)}</p>"
+        for run in runs
+        if run.explanation is not None
+        for line in run.explanation.lines()
+    )
     details = "\n".join(s for s in sections if s) or "<p>Nothing failed: every result passed, was unsupported or not run.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -50,6 +50,10 @@ SLOW_CASES = ("structure/deep-chain-1000000",)
 CASE_TIMEOUT = 20.0
 #: Where the judging server listens.
 SOCKET = Path(os.environ.get("MUTATE_JUDGE_SOCKET", ROOT / "build" / "mutate" / "judge.sock"))
+#: The address space a native port's mutant may use (prlimit --as): the unmutated Rust and Go adapters run
+#: the whole corpus, the million-node chain included, in it; a mutant whose memory grows with the number of
+#: passes (survivors/many-passes-on-one-graph) runs out of it instead of slowing down the shared machine.
+MEMORY_LIMIT = 1 << 30
 #: Each port's expected-failures file (the reference has none).
 EXPECTED = {
     "rust": ROOT / "adapters" / "rust" / "expected-failures.toml",
@@ -66,10 +70,15 @@ def adapter_command(engine: str, source: Path, adapter: Optional[str] = None) ->
         # before the editable install); the harness, a separate process, keeps the real one.
         return ["env", f"PYTHONPATH={source}", "PYTHONDONTWRITEBYTECODE=1", sys.executable, "-m", "conformance.reference_adapter"]
     if engine == "rust":
-        return [str(source / "target" / "release" / "scalar-adapter")]
+        return limited(source / "target" / "release" / "scalar-adapter")
     if engine == "go":
-        return [str(source / "bin" / "adapter")]
+        return limited(source / "bin" / "adapter")
     raise SystemExit(f"judge.py: unknown engine {engine!r} (reference, rust or go)")
+
+
+def limited(binary: Path) -> list[str]:
+    """The command that starts a native adapter with at most ``MEMORY_LIMIT`` bytes of address space."""
+    return ["prlimit", f"--as={MEMORY_LIMIT}", "--", str(binary)]
 
 
 def build(engine: str, source: Path, adapter: Optional[str] = None) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge import EXPECTED, SOCKET, adapter_command, judge  # noqa: E402
+from judge import EXPECTED, SOCKET, adapter_command, judge, limited  # noqa: E402
 from mutators import BUILD, HERE, ROOT, RUST_FILES, TOOLS_VENV, Mutant, fresh_copy, results, run_tool, setup  # noqa: E402
 
 from conformance.tomlfile import load_toml  # noqa: E402
@@ -76,11 +76,11 @@ def reproduce(mutant: Mutant) -> Optional[str]:
         build = ["cargo", "build", "--quiet", "-j", "1", "--bin", "scalar-adapter"]
         if subprocess.run(build, cwd=source, capture_output=True).returncode:
             return None
-        return str(source / "target" / "debug" / "scalar-adapter")
+        return shlex.join(limited(source / "target" / "debug" / "scalar-adapter"))
     apply_gremlin(source / str(recipe["file"]), int(str(recipe["line"])), int(str(recipe["column"])), str(recipe["type"]))
     if subprocess.run(["go", "build", "-o", "bin/adapter", "./cmd/adapter"], cwd=source, capture_output=True).returncode:
         return None
-    return str(source / "bin" / "adapter")
+    return shlex.join(limited(source / "bin" / "adapter"))
 
 
 #: gremlins' token replacements (its internal/engine/mappings.go), by mutation type.

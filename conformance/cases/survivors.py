@@ -163,6 +163,23 @@ def backward_as_the_tape_grows() -> Case:
     )
 
 
+def many_passes_on_one_graph() -> Case:
+    """26 backward passes from one leaf: an engine's per-pass bookkeeping must not grow with the number of passes."""
+    steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 1.0}]
+    steps += [{"op": "backward", "output": "x"} for _ in range(26)]
+    return _case(
+        "survivors/many-passes-on-one-graph",
+        "x alone, and 26 backward passes from it: each adds 1, so x's gradient goes 1, 2, ... 26. The answers of an "
+        "engine whose stored-gradient array doubles on every pass instead of growing to the tape's length are the "
+        "same, but it allocates 2^26 floats by the last pass; bench/mutate/judge.py runs each mutant of a native "
+        "port with 1 GiB of address space (the unmutated ports run the whole corpus in it), so that one runs out of "
+        "memory here. Catches gremlins on adapters/go/autograd/graph.go syncGrads: `len(g.nodes) - len(g.grads)` as "
+        "`len(g.nodes) + len(g.grads)`.",
+        steps,
+        "many_passes_on_one_graph",
+    )
+
+
 def cases() -> list[Case]:
     """Every survivor case."""
     return [
@@ -172,4 +189,5 @@ def cases() -> list[Case]:
         huge_finite_results_and_derivatives(),
         backward_as_the_tape_grows(),
         accumulation_overflow_at_the_first_node_without_record(),
+        many_passes_on_one_graph(),
     ]

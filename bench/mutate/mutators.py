@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from judge import MEMORY_LIMIT
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUILD = ROOT / "build" / "mutate"
@@ -57,6 +59,7 @@ def env_for_tools() -> dict[str, str]:
         MUTATE_PYTHON=sys.executable,
         MUTATE_JUDGE=str(HERE / "judge.py"),
         MUTATE_BRIDGE=str(HERE / "bridge.py"),
+        MUTATE_MEMORY_LIMIT=str(MEMORY_LIMIT),
         GOFLAGS="-p=1",
         GOMAXPROCS="1",
     )

@@ -157,8 +157,21 @@ class Comparison:
 
 
 class _Collector:
-    def __init__(self, level: Level, bounds: Optional[tuple[StepBounds, ...]], limit: int, profile: Profile) -> None:
+    def __init__(
+        self,
+        level: Level,
+        bounds: Optional[tuple[StepBounds, ...]],
+        limit: int,
+        profile: Profile,
+        gradient_ids: Optional[frozenset[str]] = None,
+        float32: bool = False,
+    ) -> None:
         self.level = level
+        self.float32 = float32
+        """Whether a float agrees also as single precision makes it (``Fixture.float32``)."""
+        self.float32_agreed = 0
+        self.gradient_ids = gradient_ids
+        """The ids whose stored gradients are compared (``Fixture.compared_gradients``); None: every one."""
         self.bounds = bounds
         self.limit = limit
         self.contract = profile is Profile.CONTRACT
@@ -215,6 +228,10 @@ class _Collector:
                 self.compared += 1
             return
         if not agree(expected, actual, bound):
+            if self.float32 and _float32_of(expected, actual):  # a declared float32 engine: its rounding agrees
+                self.compared += 1
+                self.float32_agreed += 1
+                return
             self.add(step, path, expected, actual, ulp_distance(expected, actual), bound=bound)
         else:
             self.compared += 1
@@ -256,6 +273,9 @@ class _Collector:
         if actual is None:
             self.add(step, path, expected, _MISSING)
             return
+        if self.gradient_ids is not None:  # an engine that keeps the leaves' gradients only: those are compared
+            expected = {key: value for key, value in expected.items() if key in self.gradient_ids}
+            actual = {key: value for key, value in actual.items() if key in self.gradient_ids}
         for key, value in expected.items():
             if key not in actual:
                 self.add(step, f"{path}.{key}", value, _MISSING, note="no stored gradient reported for a tracked node")
@@ -309,7 +329,8 @@ def compare_fields(
     compared exactly); elsewhere (a nonzero bound, the ``numeric`` profile) it agrees and is
     listed in ``signed_zero_warnings`` (at most ``limit``), so that reports can say so.
     """
-    out = _Collector(Level(level), fixture.step_bounds(Profile(profile)), limit, Profile(profile))
+    bounds = fixture.step_bounds(Profile(profile))
+    out = _Collector(Level(level), bounds, limit, Profile(profile), fixture.compared_gradients, fixture.float32)
     levels: dict[str, Callable[..., None]] = {
         Level.VALUES: _values,
         Level.GRADIENTS: _gradients,

@@ -175,7 +175,9 @@ def examine(
         hint = diagnose_error(str(fault), fixture)
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
     edges = hello.trace == "full"
-    for level in (level for level in plan(fixture, hello).levels if level in levels):
+    planned = plan(fixture, hello)
+    fixture = planned.fixture  # as this adapter is compared on it
+    for level in (level for level in planned.levels if level in levels):
         differences, _ = compare_level(fixture, observations, level, profile=profile, edges=edges)
         if differences:
             observed = tuple(observations)
@@ -363,6 +365,7 @@ def fuzz(
     result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
     listed = bugs_of(expected)
     diagnoser = Diagnoser()  # this run's: what it simulates is not seen by another run
+    diagnoser.declare(hello)
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()

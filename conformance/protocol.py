@@ -76,6 +76,20 @@ class TraceKind(StrEnum):
     NODES = "nodes"
 
 
+class Precision(StrEnum):
+    """The engine's working precision: binary64 as the contract computes, or binary32."""
+
+    FLOAT64 = "float64"
+    FLOAT32 = "float32"
+
+
+class GradientScope(StrEnum):
+    """Which nodes keep a stored gradient in the engine: every tracked node, or the tracked leaves only."""
+
+    ALL = "all"
+    LEAVES = "leaves"
+
+
 #: The fields of every error kind of the contract, in the contract's order.
 ERROR_FIELDS: dict[str, tuple[str, ...]] = {kind: cls.field_names for kind, cls in _ERROR_CLASSES.items()}
 #: Every error kind of the contract: an adapter reports all of them unless its hello's ``error_kinds`` says less.
@@ -344,6 +358,8 @@ class Hello(msgspec.Struct, tag="hello", tag_field="type", omit_defaults=True):
     error_kinds: Optional[list[str]] = None
     trace: TraceKind = TraceKind.FULL
     profile: Profile = Profile.CONTRACT
+    gradients: GradientScope = GradientScope.ALL
+    precision: Precision = Precision.FLOAT64
 
 
 class RunRequest(msgspec.Struct, tag="run", tag_field="type", omit_defaults=True):
@@ -701,6 +717,8 @@ def protocol_schema() -> dict[str, Any]:
     hello["error_kinds"] = {"type": "array", "items": {"enum": list(ERROR_KINDS)}}
     hello["trace"] = {"enum": [kind.value for kind in TraceKind], "default": TraceKind.FULL.value}
     hello["profile"] = {"enum": [profile.value for profile in Profile], "default": Profile.CONTRACT.value}
+    hello["gradients"] = {"enum": [scope.value for scope in GradientScope], "default": GradientScope.ALL.value}
+    hello["precision"] = {"enum": [each.value for each in Precision], "default": Precision.FLOAT64.value}
     defs["ErrorInfo"]["properties"]["kind"] = {"enum": list(ERROR_KINDS)}
     defs["ErrorInfo"]["allOf"] = [
         {

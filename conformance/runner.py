@@ -300,6 +300,8 @@ class Plan:
     """The case's levels this adapter is compared at, in the case's order; none: its request is never sent."""
     skipped: dict[Level, str]
     """Every other level of the case, with the reason it is unsupported here."""
+    fixture: Fixture
+    """The case as this adapter is compared on it (only the leaves' stored gradients, for a leaves-only engine)."""
 
     @property
     def records(self) -> bool:
@@ -324,7 +326,7 @@ def plan(fixture: Fixture, hello: Handshake) -> Plan:
     gap = support_gap(fixture, hello)
     gaps: dict[str, str] = {level: gap for level in fixture.levels} if gap else level_gaps(fixture, hello)
     levels = tuple(Level(level) for level in fixture.levels if level not in gaps)
-    return Plan(levels, {Level(level): reason for level, reason in gaps.items()})
+    return Plan(levels, {Level(level): reason for level, reason in gaps.items()}, hello.view(fixture))
 
 
 def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
@@ -503,6 +505,7 @@ class AdapterSession:
             self.hello = self.transport.handshake()
             if self.profile is not None:
                 self.hello = replace(self.hello, profile=Profile(self.profile))
+            self.diagnoser.declare(self.hello)
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
@@ -628,6 +631,7 @@ def run_case(
     planned = plan(fixture, hello)
     levels = planned.levels
     unsupported = planned.unsupported(name, fixture)
+    fixture = planned.fixture
     if not levels:
         return unsupported
     edges = hello.trace == "full"

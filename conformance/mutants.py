@@ -30,7 +30,7 @@ from reference.errors import (
 )
 from reference.ops import OPS
 
-from .observe import observe
+from .observe import observe, step_hook
 from .program import LEAF_OPS, Program, ProgramError, Step
 from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
@@ -451,9 +451,21 @@ class MutantEngine:
 
     def run(self, program: Program, records: bool = True) -> list[Observation]:
         """Run a program on a fresh graph and observe every step (see conformance.observe); pass records if ``records``."""
+        self._fresh()
+        return observe(self, program, record_pass=records)
+
+    def start(self, records: bool = True) -> Callable[[Step], Observation]:
+        """A fresh graph and the function observing one step on it: ``run`` a step at a time.
+
+        For ``conformance.serve.by_steps`` (adapters/broken): an exception this engine raises at one step, the
+        RecursionError of recursive-topo on a deep chain, is then that step's fault (protocol 2.1).
+        """
+        self._fresh()
+        return step_hook(self, record_pass=records)
+
+    def _fresh(self) -> None:
         self._created, self._interned, self._kept = [], {}, None
         self._nodes, self._names = {}, {}
-        return observe(self, program, record_pass=records)
 
     # -- the Session interface (conformance.observe) -----------------------------------
 

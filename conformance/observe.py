@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Protocol
 
 from reference.errors import NODE_FIELDS, EngineError
 
-from .program import Program, ProgramError, Step, observed_ids
+from .program import Program, ProgramError, Step
 from .protocol import ErrorInfo, Observation, PassRecord
 
 
@@ -47,28 +47,46 @@ def observe(session: Session, program: Program, *, record_pass: bool = True) -> 
     ``id[n-1]`` and ``id``; gradients are then observed for the program's own ids only.
     Raises ProgramError when a step names an id whose creating step failed.
     """
-    observations: list[Observation] = []
-    named = observed_ids(program)
+    observe_step = step_hook(session, record_pass=record_pass)
+    return [observe_step(step) for step in program]
+
+
+def step_hook(session: Session, *, record_pass: bool = True) -> Callable[[Step], Observation]:
+    """The function that runs one step on a fresh ``session`` and observes it: ``observe`` a step at a time.
+
+    ``observe`` calls it for every step of a program; ``conformance.serve.by_steps`` calls it step by step, so
+    that an exception the engine raises at one step (the catalogue's RecursionError on a deep chain) is that
+    step's fault (protocol 2.1) and not the case's error. A contract error is the step's observation; a
+    ProgramError and every other exception propagate. Once a repeated step has run, gradients are observed for
+    the ids of the steps run so far only (its chain's inner ids are not the program's): before it, no other id
+    exists, so this is what ``observe`` does with the whole program in view.
+    """
+    own: set[str] = set()
+    repeated = False
 
     def gradients() -> dict[str, float]:
         stored = session.gradients()
-        return stored if named is None else {name: value for name, value in stored.items() if name in named}
+        return {name: value for name, value in stored.items() if name in own} if repeated else stored
 
-    for step in program:
+    def observe_step(step: Step) -> Observation:
+        nonlocal repeated
+        if step.id is not None:
+            own.add(step.id)
+            repeated = repeated or step.repeat is not None
         try:
             if step.id is not None:
                 value, tracked = session.create(step) if step.repeat is None else _create_chain(session, step)
-                observations.append(Observation(value=value, tracked=tracked))
-            elif step.op == "zero_grad":
+                return Observation(value=value, tracked=tracked)
+            if step.op == "zero_grad":
                 session.zero_grad(_output(step))
-                observations.append(Observation(gradients=gradients()))
-            else:
-                record = session.backward(_output(step), 1.0 if step.seed is None else step.seed, record_pass)
-                observations.append(Observation(gradients=gradients(), pass_=record))
+                return Observation(gradients=gradients())
+            record = session.backward(_output(step), 1.0 if step.seed is None else step.seed, record_pass)
+            return Observation(gradients=gradients(), pass_=record)
         except EngineError as error:
             info = error_info(error, session.name)
-            observations.append(Observation(error=info, gradients=None if step.id is not None else gradients()))
-    return observations
+            return Observation(error=info, gradients=None if step.id is not None else gradients())
+
+    return observe_step
 
 
 def _create_chain(session: Session, step: Step) -> tuple[float, bool]:

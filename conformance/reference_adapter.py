@@ -4,6 +4,12 @@ It speaks docs/protocol.md on stdin/stdout like any other engine, and ships
 with the kit, so an installed kit can check itself from any folder, and a
 porter can watch a correct adapter's replies (``echo '{"type":"hello",
 "protocol":2}' | python -m conformance.reference_adapter``).
+
+It sends no protocol 2.1 step faults, on purpose: the reference is the contract, so it
+answers every step with a value, gradients or a contract error, and anything else it
+raises is a bug of the kit, which should cost the case loudly rather than one step;
+a program naming an id never created stays the case's error too (``by_steps`` would
+make it a step's fault).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from typing import Any, Iterable, Optional
 import msgspec
 
 from .compare import Difference
-from .diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser
+from .diagnose import DIAGNOSIS_MAX_STEPS, Diagnoser, diagnose_error
 from .fixture import Fixture
+from .mutants import BUGS, Bug
 from .program import LEAF_OPS, Program, Step
 from .protocol import Observation
 from .reproducer import Reproducer
@@ -291,8 +292,14 @@ def reproduce_run(
     by_case: dict[str, list[Reproducer]] = {}
     named: list[Reproducer] = []  # shrunk ones whose failure the catalogue named, to try on later failures first
     unshrunk: list[str] = []
+    deep: list[str] = []
     skipped = 0
     for result in failed:
+        if _depth_fault(result.first_difference):
+            # Protocol 2.1: the engine raised at a step for the graph's depth (a recursion limit). Only a program
+            # about as deep shows it: no small reproducer exists, and the search would spend its budget for nothing.
+            deep.append(f"{result.case} [{result.level}]")
+            continue
         left = seconds - (time.monotonic() - started)
         if left <= 0:
             skipped += 1
@@ -327,12 +334,23 @@ def reproduce_run(
             f"the shrinking budget ran out before a smaller program was found for {', '.join(unshrunk)}; "
             "--shrink-seconds gives it more"
         )
+    if deep:
+        notes.append(
+            f"no smaller program is sought for {', '.join(deep)}: the engine faulted there for the graph's depth "
+            f"({BUGS[Bug.RECURSIVE_TOPO]}), which only a program about as deep shows"
+        )
     if skipped:
         notes.append(
             f"{skipped} failed result(s) got no minimal reproducer: the run's shrinking budget ({seconds:.0f} s) was "
             "spent on smaller cases first; --shrink-seconds gives it more, --case picks one"
         )
     return found, notes
+
+
+def _depth_fault(difference: Optional[Difference]) -> bool:
+    """Whether a first difference is a step's fault (protocol 2.1) that a recursion limit or stack overflow explains."""
+    actual = difference.actual if difference is not None else None
+    return isinstance(actual, str) and actual.startswith("fault ") and diagnose_error(actual) == BUGS[Bug.RECURSIVE_TOPO]
 
 
 def _unshrunk(reproducer: Reproducer) -> bool:

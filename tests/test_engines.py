@@ -19,6 +19,8 @@ from types import ModuleType
 
 import pytest
 
+from conformance.program import parse_program
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -142,6 +144,39 @@ def test_tinygrad_loses_exp_near_overflow_and_tanh_near_zero(tinygrad):
     exp = float(t([709.0], dtype=tinygrad.dtypes.float64).exp().numpy()[0])
     assert abs(exp - math.exp(709.0)) > 50 * math.ulp(math.exp(709.0))
     assert float(t([1e-17], dtype=tinygrad.dtypes.float64).tanh().numpy()[0]) == 0.0
+
+
+def test_the_tinygrad_adapter_answers_a_step_tinygrad_raises_at_with_its_fault_and_skips_its_dependants(tinygrad, monkeypatch):
+    # Protocol 2.1 through conformance.serve.by_steps: tanh made to raise, the rest of the case still runs.
+    spec = importlib.util.spec_from_file_location("tinygrad_adapter", ROOT / "adapters" / "tinygrad" / "adapter.py")
+    assert spec is not None and spec.loader is not None
+    adapter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adapter)
+
+    def broken(self):
+        raise RuntimeError("tanh is broken")
+
+    monkeypatch.setattr(tinygrad.Tensor, "tanh", broken)
+    program = parse_program(
+        [
+            {"id": "x", "op": "variable", "value": 0.5},
+            {"id": "t", "op": "tanh", "operands": ["x"]},
+            {"id": "u", "op": "mul", "operands": ["t", "x"]},
+            {"id": "y", "op": "add", "operands": ["x", "x"]},
+            {"op": "backward", "output": "u"},
+            {"op": "backward", "output": "y"},
+        ],
+        "the test's program",
+    )
+    plain = [o.to_json() if hasattr(o, "to_json") else o for o in adapter.run(program)]
+    assert plain == [
+        {"tracked": True, "value": 0.5},
+        {"fault": "RuntimeError: tanh is broken"},
+        {"skipped": 1},
+        {"tracked": True, "value": 1.0},
+        {"skipped": 2},
+        {"gradients": {"x": 2.0, "y": 1.0}},
+    ]
 
 
 def test_a_malformed_engines_json_is_named_with_its_file(tmp_path):

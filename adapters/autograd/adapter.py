@@ -33,8 +33,8 @@ from autograd.core import VJPNode, add_outgrads
 from autograd.tracer import isbox, new_box, trace_stack
 from autograd.util import toposort
 
-from conformance.program import Program, Step
-from conformance.serve import PYTHON_OPS, serve
+from conformance.program import Step
+from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "autograd", "version": version("autograd"), "language": "python"},
@@ -59,43 +59,47 @@ def _apply(step: Step, operands: list[Any]) -> Any:
     return OPS[step.op](*operands)
 
 
-def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
-    """Run one program with autograd and observe every step."""
+def start(records: bool = True) -> StepHook:
+    """A fresh case for autograd, and the hook that runs its steps one by one; ``records`` changes nothing.
+
+    An exception autograd raises at a step (its reverse pass hitting Python's recursion limit, say) is that step's
+    fault: ``by_steps`` reports it and goes on, skipping the steps that use what the step did not create.
+    """
     steps: dict[str, Step] = {}
     values: dict[str, float] = {}
     tracked: dict[str, bool] = {}
     stored: dict[str, float] = {}
-    observations: list[dict[str, Any]] = []
 
     def gradients() -> dict[str, float]:
         return {name: stored[name] for name in steps if tracked[name]}
 
-    with np.errstate(all="ignore"):
-        for step in program:
-            if step.id is not None:
-                if step.op in ("variable", "constant"):
-                    value = float(step.value)  # type: ignore[arg-type]
-                    tracked[step.id] = step.op == "variable"
-                elif step.op == "detach":
-                    value = values[step.operands[0]]
-                    tracked[step.id] = False
-                else:
-                    value = float(_apply(step, [values[name] for name in step.operands]))
-                    tracked[step.id] = any(tracked[name] for name in step.operands)
-                steps[step.id] = step
-                values[step.id] = value
-                stored[step.id] = 0.0
-                observations.append({"value": value, "tracked": tracked[step.id]})
-            elif step.op == "backward":
+    def step_on(step: Step) -> dict[str, Any]:
+        with np.errstate(all="ignore"):
+            if step.op == "backward":
                 seed = 1.0 if step.seed is None else step.seed
                 for name, adjoint in _backward(step.output, seed, steps, values, tracked).items():  # type: ignore[arg-type]
                     stored[name] += adjoint
-                observations.append({"gradients": gradients()})
-            else:
+                return {"gradients": gradients()}
+            if step.op == "zero_grad":
                 for name in _subgraph(step.output, steps):  # type: ignore[arg-type]
                     stored[name] = 0.0
-                observations.append({"gradients": gradients()})
-    return observations
+                return {"gradients": gradients()}
+            assert step.id is not None
+            if step.op in ("variable", "constant"):
+                value, is_tracked = float(step.value), step.op == "variable"  # type: ignore[arg-type]
+            elif step.op == "detach":
+                value, is_tracked = values[step.operands[0]], False
+            else:
+                value = float(_apply(step, [values[name] for name in step.operands]))
+                is_tracked = any(tracked[name] for name in step.operands)
+            steps[step.id], values[step.id], tracked[step.id], stored[step.id] = step, value, is_tracked, 0.0
+            return {"value": value, "tracked": is_tracked}
+
+    return step_on
+
+
+run = by_steps(start)
+"""One program with autograd, a step at a time (``conformance.serve.by_steps``)."""
 
 
 def _subgraph(output: str, steps: dict[str, Step]) -> list[str]:

@@ -3,7 +3,10 @@
 Usage: python adapters/broken/adapter.py BUG   (BUG from conformance.mutants.BUGS)
 
 The kit's own tests run the canonical corpus against every bug and check that
-it fails and that the diagnosis names the bug (docs/broken-engines.md).
+it fails and that the diagnosis names the bug (docs/broken-engines.md). It speaks
+protocol 2.1 through ``conformance.serve.by_steps``: an exception the engine raises
+at one step (recursive-topo's RecursionError on a deep chain) is that step's fault,
+the steps that depend on it are skipped, and the rest of the case is compared.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import sys
 
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS
-from conformance.serve import serve
+from conformance.serve import by_steps, serve
 
 
 def main(argv: list[str]) -> int:
@@ -26,7 +29,7 @@ def main(argv: list[str]) -> int:
         "levels": ["values", "gradients", "errors", "trace", "order"],
         "features": ["seed"],
     }
-    return serve(hello, MutantEngine(argv[0]).run)
+    return serve(hello, by_steps(MutantEngine(argv[0]).start))
 
 
 if __name__ == "__main__":

@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 import sys
 from importlib.metadata import version
-from typing import Any
+from typing import Any, Callable
 
 from micrograd_rust import Value
 
-from conformance.program import Program, reachable
-from conformance.serve import PYTHON_OPS, serve
+from conformance.program import Step, reachable
+from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "micrograd-rust", "version": version("micrograd-rust"), "language": "rust"},
@@ -37,45 +37,57 @@ HELLO = {
 OPS = PYTHON_OPS
 
 
-def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
-    """Run one program on micrograd-rust and observe every step; ``records`` changes nothing (no pass record)."""
+def start(records: bool = True) -> StepHook:
+    """A fresh micrograd-rust graph for one case, and the hook that runs its steps one by one.
+
+    ``records`` changes nothing (no pass record is kept). An exception micrograd-rust raises at a step (a
+    ZeroDivisionError, a PanicException from its Rust core) is that step's fault: ``by_steps`` reports it and
+    goes on, skipping the steps that use what the step did not create.
+    """
     values: dict[str, Any] = {}
     inner: dict[str, list[Any]] = {}  # a repeated step's nodes before its last, for zero_grad
     operands: dict[str, tuple[str, ...]] = {}
     tracked: dict[str, bool] = {}
-    observations: list[dict[str, Any]] = []
 
     def gradients() -> dict[str, Any]:
         return {name: value.grad for name, value in values.items() if tracked[name]}
 
-    for step in program:
-        if step.id is not None:
-            if step.op in ("variable", "constant"):
-                node = Value(step.value)
-                tracked[step.id] = step.op == "variable"
-            else:
-                apply = functools.partial(_power, exponent=step.exponent) if step.op == "pow" else OPS[step.op]
-                first, *rest = (values[name] for name in step.operands)
-                chain = []
-                for _ in range(step.repeat or 1):
-                    node = apply(first, *rest)
-                    chain.append(node)
-                    first = node
-                inner[step.id] = chain[:-1]
-                tracked[step.id] = any(tracked[name] for name in step.operands)
-            values[step.id] = node
-            operands[step.id] = step.operands
-            observations.append({"value": node.data, "tracked": tracked[step.id]})
-        elif step.op == "backward":
+    def step_on(step: Step) -> dict[str, Any]:
+        if step.op == "backward":
             values[step.output].backward()  # type: ignore[index]
-            observations.append({"gradients": gradients()})
-        else:
+            return {"gradients": gradients()}
+        if step.op == "zero_grad":
             for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 values[name].grad = 0.0
                 for node in inner.get(name, ()):
                     node.grad = 0.0
-            observations.append({"gradients": gradients()})
-    return observations
+            return {"gradients": gradients()}
+        assert step.id is not None
+        if step.op in ("variable", "constant"):
+            node, is_tracked = Value(step.value), step.op == "variable"
+        else:
+            apply: Callable[..., Any]
+            if step.op == "pow":
+                assert step.exponent is not None  # a parsed pow step always has one
+                apply = functools.partial(_power, exponent=step.exponent)
+            else:
+                apply = OPS[step.op]
+            first, *rest = (values[name] for name in step.operands)
+            chain = []
+            for _ in range(step.repeat or 1):
+                node = apply(first, *rest)
+                chain.append(node)
+                first = node
+            inner[step.id] = chain[:-1]
+            is_tracked = any(tracked[name] for name in step.operands)
+        values[step.id], tracked[step.id], operands[step.id] = node, is_tracked, step.operands
+        return {"value": node.data, "tracked": is_tracked}
+
+    return step_on
+
+
+run = by_steps(start)
+"""One program on micrograd-rust, a step at a time (``conformance.serve.by_steps``)."""
 
 
 def _power(a: Any, exponent: float) -> Any:

@@ -34,6 +34,10 @@ tinygrad merges structurally equal expressions into one UOp (``x*c`` written twi
 node); the adapter cannot stop that, and its expected failures name it. It raises no
 typed errors for inf or nan, so only values and gradients are declared, under the
 ``numeric`` profile.
+
+It speaks protocol 2.1 through ``conformance.serve.by_steps``: what tinygrad raises at one
+step (building a node, a backward, the reads after it) is that step's fault, the steps that
+name a node it did not create are skipped, and the rest of the case is compared.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from typing import Any
 from tinygrad import Tensor, dtypes
 
 from conformance.program import Program, Step, reachable
-from conformance.serve import PYTHON_OPS, serve
+from conformance.protocol import Observation
+from conformance.serve import PYTHON_OPS, by_steps, serve
 
 HELLO = {
     "engine": {"name": "tinygrad", "version": version("tinygrad"), "language": "python"},
@@ -89,7 +94,8 @@ def _last_reached(program: Program) -> dict[str, int]:
     """Per node, the index of the last backward whose output's graph holds the node's UOp (-1: none).
 
     With two backwards or more, it is read from tinygrad's own graph of the whole program, built once
-    without reading anything, so that merged equal expressions count as the same node.
+    without reading anything, so that merged equal expressions count as the same node. A node tinygrad
+    refuses to build is left out, with what depends on it: running the case, its step faults (``_Case``).
     """
     backwards = [index for index, step in enumerate(program) if step.op == "backward"]
     if len(backwards) <= 1:
@@ -97,63 +103,91 @@ def _last_reached(program: Program) -> dict[str, int]:
     tensors: dict[str, Tensor] = {}
     for step in program:
         if step.id is not None:
-            tensors[step.id] = _create(step, tensors)
+            try:
+                tensors[step.id] = _create(step, tensors)
+            except Exception:  # noqa: BLE001 - the step raises again when the case runs it, and faults there
+                continue
     last = dict.fromkeys(tensors, -1)
     for index in backwards:
+        if program[index].output not in tensors:
+            continue
         graph = tensors[program[index].output].uop.toposort()  # type: ignore[index]
         last.update((name, index) for name, tensor in tensors.items() if tensor.uop in graph)
     return last
 
 
-def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
-    """Run one program on tinygrad and observe every step."""
-    last_reached = _last_reached(program)
-    tensors: dict[str, Tensor] = {}
-    operands: dict[str, tuple[str, ...]] = {}
-    tracked: dict[str, bool] = {}
-    depth: dict[str, int] = {}
-    observations: list[dict[str, Any]] = []
-    unread: dict[str, dict[str, Any]] = {}
+class _Case:
+    """One program on tinygrad, a step at a time: ``step`` is the hook ``conformance.serve.by_steps`` drives.
 
-    def read_values(index: int) -> None:
+    A creation step's observation is a dict that gets its value later, when the node is realized and read
+    (``read_values``); ``finish`` reads the ones left after the last step.
+    """
+
+    def __init__(self, program: Program) -> None:
+        self.last_reached = _last_reached(program)
+        self.index = {id(step): index for index, step in enumerate(program)}  # by_steps hands over the steps
+        self.end = len(program)
+        self.tensors: dict[str, Tensor] = {}
+        self.operands: dict[str, tuple[str, ...]] = {}
+        self.tracked: dict[str, bool] = {}
+        self.depth: dict[str, int] = {}
+        self.unread: dict[str, dict[str, Any]] = {}
+
+    def step(self, step: Step) -> dict[str, Any]:
+        """Run one step; what tinygrad raises here is the step's fault (``by_steps``), its node never created."""
+        if step.id is not None:
+            tensor = _create(step, self.tensors)
+            self.tensors[step.id] = tensor
+            if step.op in ("variable", "constant"):
+                self.tracked[step.id] = step.op == "variable"
+            else:
+                self.tracked[step.id] = step.op != "detach" and any(self.tracked[name] for name in step.operands)
+            self.operands[step.id] = () if step.op == "detach" else step.operands
+            self.depth[step.id] = 1 + max((self.depth[name] for name in step.operands), default=-1)
+            self.unread[step.id] = {"tracked": self.tracked[step.id]}
+            return self.unread[step.id]
+        if step.op == "backward":
+            seed = 1.0 if step.seed is None else step.seed
+            self.tensors[step.output].backward(gradient=Tensor([seed], dtype=dtypes.float64))  # type: ignore[index]
+        else:
+            for name in reachable(step.output, self.operands):  # type: ignore[arg-type]
+                self.tensors[name].grad = None
+        self.read_values(self.index[id(step)])
+        return {"gradients": self.gradients()}
+
+    def read_values(self, index: int) -> None:
         """Realize and read every leaf, and every node that no backward after step ``index`` reaches.
 
         Shallowest first, so that a schedule's nodes mostly load operands realized by earlier ones: a chain of
-        nodes within one schedule costs its scheduler the square of its length.
+        nodes within one schedule costs its scheduler the square of its length. A node stays unread until its
+        read succeeds: a read that raises at one step is that step's fault, and the nodes are read again later.
         """
-        names = [name for name in unread if depth[name] == 0 or last_reached[name] <= index]
-        names.sort(key=depth.__getitem__)
-        for name, value in zip(names, _read([tensors[name] for name in names])):
-            unread.pop(name)["value"] = value
+        names = [name for name in self.unread if self.depth[name] == 0 or self.last_reached.get(name, self.end) <= index]
+        names.sort(key=self.depth.__getitem__)
+        for name, value in zip(names, _read([self.tensors[name] for name in names])):
+            self.unread.pop(name)["value"] = value
 
-    def gradients() -> dict[str, float]:
+    def gradients(self) -> dict[str, float]:
         """Every tracked node's stored gradient, realized and read deepest first (a node's is made of its consumers')."""
-        names = [name for name in tensors if tracked[name]]
-        held = [name for name in sorted(names, key=depth.__getitem__, reverse=True) if tensors[name].grad is not None]
-        read = dict(zip(held, _read([tensors[name].grad for name in held])))  # type: ignore[misc]
+        names = [name for name in self.tensors if self.tracked[name]]
+        held = [name for name in sorted(names, key=self.depth.__getitem__, reverse=True) if self.tensors[name].grad is not None]
+        read = dict(zip(held, _read([self.tensors[name].grad for name in held])))  # type: ignore[misc]
         return {name: read.get(name, 0.0) for name in names}
 
-    for index, step in enumerate(program):
-        if step.id is not None:
-            tensors[step.id] = _create(step, tensors)
-            if step.op in ("variable", "constant"):
-                tracked[step.id] = step.op == "variable"
-            else:
-                tracked[step.id] = step.op != "detach" and any(tracked[name] for name in step.operands)
-            operands[step.id] = () if step.op == "detach" else step.operands
-            depth[step.id] = 1 + max((depth[name] for name in step.operands), default=-1)
-            unread[step.id] = {"tracked": tracked[step.id]}
-            observations.append(unread[step.id])
-            continue
-        if step.op == "backward":
-            seed = 1.0 if step.seed is None else step.seed
-            tensors[step.output].backward(gradient=Tensor([seed], dtype=dtypes.float64))  # type: ignore[index]
-        else:
-            for name in reachable(step.output, operands):  # type: ignore[arg-type]
-                tensors[name].grad = None
-        read_values(index)
-        observations.append({"gradients": gradients()})
-    read_values(len(program))
+    def finish(self) -> None:
+        """Read the values of the nodes still unread after the last step (a failure here is the case's error)."""
+        self.read_values(self.end)
+
+
+def run(program: Program, records: bool = True) -> list[Observation | dict[str, Any]]:
+    """Run one program on tinygrad and observe every step (protocol 2.1: ``conformance.serve.by_steps``).
+
+    An exception tinygrad raises at one step (building a node, a backward, a read) is that step's fault, and the
+    steps that name a node it did not create are skipped; the values read after the last step are the case's.
+    """
+    case = _Case(program)
+    observations = by_steps(lambda records: case.step)(program, records)
+    case.finish()
     return observations
 
 

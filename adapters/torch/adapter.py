@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from conformance.program import Program, reachable
-from conformance.serve import PYTHON_OPS, serve
+from conformance.program import Step, reachable
+from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "pytorch", "version": torch.__version__, "language": "python"},
@@ -36,38 +36,46 @@ HELLO = {
 OPS = {**PYTHON_OPS, "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu}
 
 
-def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
-    """Run one program with torch autograd and observe every step; ``records`` changes nothing (no pass record is kept)."""
+def start(records: bool = True) -> StepHook:
+    """A fresh case for torch autograd, and the hook that runs its steps one by one; ``records`` changes nothing.
+
+    An exception torch raises at a step (a RuntimeError from its autograd) is that step's fault: ``by_steps``
+    reports it and goes on, skipping the steps that use what the step did not create.
+    """
     tensors: dict[str, torch.Tensor] = {}
     operands: dict[str, tuple[str, ...]] = {}
-    observations: list[dict[str, Any]] = []
 
     def gradients() -> dict[str, float]:
         return {name: (0.0 if t.grad is None else t.grad.item()) for name, t in tensors.items() if t.requires_grad}
 
-    for step in program:
-        if step.id is not None:
-            if step.op in ("variable", "constant"):
-                tensor = torch.tensor(step.value, dtype=torch.float64, requires_grad=step.op == "variable")
-            elif step.op == "pow":
-                tensor = tensors[step.operands[0]] ** step.exponent
-            else:
-                tensor = OPS[step.op](*(tensors[name] for name in step.operands))
-            if tensor.requires_grad and not tensor.is_leaf:
-                tensor.retain_grad()
-            tensors[step.id] = tensor
-            operands[step.id] = () if step.op == "detach" else step.operands
-            observations.append({"value": tensor.item(), "tracked": tensor.requires_grad})
-        elif step.op == "backward":
+    def step_on(step: Step) -> dict[str, Any]:
+        if step.op == "backward":
             seed = torch.tensor(1.0 if step.seed is None else step.seed, dtype=torch.float64)
             tensors[step.output].backward(gradient=seed, retain_graph=True)  # type: ignore[index]
-            observations.append({"gradients": gradients()})
-        else:
+            return {"gradients": gradients()}
+        if step.op == "zero_grad":
             for name in reachable(step.output, operands):  # type: ignore[arg-type]
                 if tensors[name].grad is not None:
                     tensors[name].grad.zero_()
-            observations.append({"gradients": gradients()})
-    return observations
+            return {"gradients": gradients()}
+        assert step.id is not None
+        if step.op in ("variable", "constant"):
+            tensor = torch.tensor(step.value, dtype=torch.float64, requires_grad=step.op == "variable")
+        elif step.op == "pow":
+            tensor = tensors[step.operands[0]] ** step.exponent
+        else:
+            tensor = OPS[step.op](*(tensors[name] for name in step.operands))
+        if tensor.requires_grad and not tensor.is_leaf:
+            tensor.retain_grad()
+        tensors[step.id] = tensor
+        operands[step.id] = () if step.op == "detach" else step.operands
+        return {"value": tensor.item(), "tracked": tensor.requires_grad}
+
+    return step_on
+
+
+run = by_steps(start)
+"""One program with torch autograd, a step at a time (``conformance.serve.by_steps``); untested here: torch is not installed."""
 
 
 if __name__ == "__main__":

@@ -4,8 +4,12 @@
 // object per line on stdin and stdout. It answers hello from the config block of hooks.hpp,
 // runs every run request step by step on a fresh hooks::Engine and answers with one
 // observation per step, and exits on shutdown or end of input. A conformance::EngineError
-// thrown by a hook is a contract error the harness compares; any other exception becomes an
-// error reply for that case and the loop goes on with the next one. A repeated step
+// thrown by a hook is a contract error the harness compares. Any other exception a hook throws
+// at one step is that step's fault (protocol 2.1, {"fault": "type: what()"}) and the case goes
+// on: a later step naming an id the engine did not create is answered {"skipped": k} (k: the
+// step that should have created it) without running it. A hook not yet connected
+// (conformance::NotConnected), a hook answering what the protocol cannot carry, or a malformed
+// request is an error reply for that case, and the loop goes on with the next one. A repeated step
 // ("repeat": n, feature repeat) is a loop here calling Engine::apply n times, so every engine
 // behind this starter gets the million-node chain; "records": false skips
 // Engine::pass_record. Replies go to a private copy of stdout and file descriptor 1 goes to
@@ -14,6 +18,10 @@
 // "-inf", "nan" (never printf's bare nan). C++17, standard library and POSIX only.
 
 #include <unistd.h>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#endif
 
 #include <algorithm>
 #include <charconv>
@@ -25,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <typeinfo>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -272,6 +281,17 @@ bool indexed_id(const std::string& id, std::string& base, std::uint64_t& k) {
     return true;
 }
 
+/// An exception's type, readable where the compiler can demangle it (g++, clang).
+std::string type_name(const std::exception& e) {
+    const char* mangled = typeid(e).name();
+#if __has_include(<cxxabi.h>)
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+    if (status == 0 && readable) return readable.get();
+#endif
+    return mangled;
+}
+
 /// One run request: the program's nodes by id, on a fresh engine.
 class Case {
 public:
@@ -280,7 +300,7 @@ public:
         std::string out = "[";
         for (std::size_t i = 0; i < program.items.size(); ++i) {
             if (i) out += ',';
-            out += step(program.items[i], i, records);
+            out += observe(program.items[i], i, records);
         }
         return out + "]";
     }
@@ -297,6 +317,57 @@ private:
     /// Repeated step id -> n, and base -> every k of a step id spelled base[k]: the id clash checks.
     std::unordered_map<std::string, std::uint64_t> lengths_;
     std::unordered_map<std::string, std::vector<std::uint64_t>> indexed_;
+    /// Protocol 2.1: an id the engine did not create -> the step that faulted or was skipped.
+    std::unordered_map<std::string, std::size_t> missing_;
+    /// An id whose creation the engine answered with a contract error -> that step.
+    std::unordered_map<std::string, std::size_t> refused_;
+
+    /// One step's observation, a fault or skipped one included (protocol 2.1). A step naming an id
+    /// whose creation faulted or was skipped is skipped; one naming an id whose creation answered
+    /// a contract error faults, saying so. What a hook throws is this step's fault, except a hook
+    /// not yet connected and a CaseError, which are the case's error.
+    std::string observe(const Json& step, std::size_t index, bool records) {
+        std::vector<std::string> named;
+        if (const Json* operands = step.get("operands"))
+            for (const auto& operand : operands->items) named.push_back(operand.text);
+        if (step.get("output")) named.push_back(text_of(step, "output"));
+        std::string observation;
+        for (const auto& name : named) {
+            auto found = missing_.find(name);
+            if (found != missing_.end()) {
+                observation = "{\"skipped\":" + std::to_string(found->second) + "}";
+                break;
+            }
+        }
+        for (const auto& name : named) {
+            auto found = refused_.find(name);
+            if (observation.empty() && found != refused_.end())
+                observation = "{\"fault\":" +
+                              quoted("\"" + name + "\" was not created: its step " + std::to_string(found->second) +
+                                     " answered a contract error") +
+                              "}";
+        }
+        if (observation.empty()) {
+            try {
+                return this->step(step, index, records);
+            } catch (const conformance::NotConnected&) {
+                throw;
+            } catch (const CaseError&) {
+                throw;
+            } catch (const conformance::EngineError&) {
+                throw;
+            } catch (const std::exception& e) {
+                std::string fault = type_name(e) + ": " + e.what();
+                std::cerr << "adapter: step " << index << " faulted: " << fault << std::endl;
+                observation = "{\"fault\":" + quoted(fault) + "}";
+            } catch (...) {
+                std::cerr << "adapter: step " << index << " faulted: an exception that is not a std::exception" << std::endl;
+                observation = "{\"fault\":\"an exception that is not a std::exception\"}";
+            }
+        }
+        if (step.get("id")) missing_[text_of(step, "id")] = index;
+        return observation;
+    }
 
     std::string name(const hooks::Handle& node, const std::string& where) {
         std::size_t key = hooks::node_key(node);
@@ -470,6 +541,7 @@ private:
         try {
             created = create(step, op, repeat);
         } catch (const conformance::EngineError& e) {
+            refused_[id] = index;
             return "{\"error\":" + error(e) + "}";
         }
         bool tracked = engine_.tracked(*created);

@@ -4,8 +4,12 @@
 // object per line on stdin and stdout. It answers hello from the config block of hooks.go,
 // runs every run request step by step on a fresh Engine and answers with one observation
 // per step, and exits on shutdown or end of input. An *EngineError returned by a hook is a
-// contract error the harness compares; any other error, or a panic, becomes an error reply
-// for that case and the loop goes on with the next one. A repeated step ("repeat": n,
+// contract error the harness compares. Any other error a hook returns, or a panic in a hook,
+// is that step's fault (protocol 2.1, {"fault": message}) and the case goes on: a later step
+// naming an id the engine did not create is answered {"skipped": k} (k: the step that should
+// have created it) without running it. A hook not yet connected ("not implemented: ..."), a
+// hook answering what the protocol cannot carry, or a malformed request is an error reply for
+// that case, and the loop goes on with the next one. A repeated step ("repeat": n,
 // feature repeat) is a loop here calling Engine.Apply n times, so every engine behind this
 // starter gets the million-node chain; "records": false skips Engine.PassRecord. What the
 // engine prints to stdout goes to stderr. Standard library only.
@@ -170,6 +174,13 @@ func readNumber(raw any) (float64, error) {
 	return 0, fmt.Errorf("not a number: %v", raw)
 }
 
+// caseError is a panic of this loop's own: the request or a hook's answer breaks the protocol.
+// It ends the case with an error reply, never a step's fault.
+type caseError string
+
+// hookError is an error a hook returned that is not an *EngineError: the engine refused, so the step faults.
+type hookError struct{ err error }
+
 type step struct {
 	ID       string   `json:"id"`
 	Op       string   `json:"op"`
@@ -204,6 +215,10 @@ type runCase struct {
 	// lengths (repeated step id -> n) and indexed (base -> every k of a step id spelled base[k]) check id clashes.
 	lengths map[string]int
 	indexed map[string][]int
+	// missing (protocol 2.1): an id the engine did not create -> the step that faulted or was skipped.
+	missing map[string]int
+	// refused: an id whose creation the engine answered with a contract error -> that step.
+	refused map[string]int
 }
 
 // chain is one repeated step's inner nodes.
@@ -226,7 +241,7 @@ func (c *runCase) name(node Node, where string) string {
 		id, ok = c.innerNames[node]
 	}
 	if !ok {
-		panic(fmt.Sprintf("%s: %v is not a node this program created", where, node))
+		panic(caseError(fmt.Sprintf("%s: %v is not a node this program created", where, node)))
 	}
 	return id
 }
@@ -244,7 +259,7 @@ func (c *runCase) gradients() map[string]any {
 func (c *runCase) errorObservation(e *EngineError) object {
 	wanted, ok := errorFields[e.Kind]
 	if !ok {
-		panic(fmt.Sprintf("EngineError kind %q is not a contract error kind", e.Kind))
+		panic(caseError(fmt.Sprintf("EngineError kind %q is not a contract error kind", e.Kind)))
 	}
 	given := make([]string, 0, len(e.Fields))
 	for k := range e.Fields {
@@ -254,7 +269,7 @@ func (c *runCase) errorObservation(e *EngineError) object {
 	want := append([]string(nil), wanted...)
 	sort.Strings(want)
 	if strings.Join(given, ",") != strings.Join(want, ",") {
-		panic(fmt.Sprintf("EngineError %s has fields %v; it needs exactly %v", e.Kind, given, wanted))
+		panic(caseError(fmt.Sprintf("EngineError %s has fields %v; it needs exactly %v", e.Kind, given, wanted)))
 	}
 	out := object{{"kind", e.Kind}}
 	for _, field := range wanted {
@@ -265,7 +280,7 @@ func (c *runCase) errorObservation(e *EngineError) object {
 		case "consumer", "operand", "node":
 			node, ok := raw.(Node)
 			if !ok {
-				panic(fmt.Sprintf("%s: want a Node, got %T", where, raw))
+				panic(caseError(fmt.Sprintf("%s: want a Node, got %T", where, raw)))
 			}
 			value = c.name(node, where)
 		case "operation":
@@ -273,13 +288,13 @@ func (c *runCase) errorObservation(e *EngineError) object {
 		case "slot":
 			slot, ok := raw.(int)
 			if !ok {
-				panic(where + ": want an int slot")
+				panic(caseError(where + ": want an int slot"))
 			}
 			value = slot
 		default:
 			x, ok := raw.(float64)
 			if !ok {
-				panic(fmt.Sprintf("%s: want a float64, got %T", where, raw))
+				panic(caseError(fmt.Sprintf("%s: want a float64, got %T", where, raw)))
 			}
 			value = wireNumber(x)
 		}
@@ -297,27 +312,27 @@ func (c *runCase) checkID(s step, where string) int {
 	repeat := 1
 	if s.Repeat != nil {
 		if s.Op == "variable" || s.Op == "constant" || s.Op == "detach" {
-			panic(fmt.Sprintf("%s: field 'repeat' is only for an operation step (not variable, constant or detach)", where))
+			panic(caseError(fmt.Sprintf("%s: field 'repeat' is only for an operation step (not variable, constant or detach)", where)))
 		}
 		raw, isNumber := s.Repeat.(json.Number)
 		n, err := strconv.Atoi(string(raw))
 		if !isNumber || err != nil || n < 1 || n > maxRepeat {
 			shown, _ := json.Marshal(s.Repeat)
-			panic(fmt.Sprintf("%s: field 'repeat' must be a whole number from 1 to %d, got %s", where, maxRepeat, shown))
+			panic(caseError(fmt.Sprintf("%s: field 'repeat' must be a whole number from 1 to %d, got %s", where, maxRepeat, shown)))
 		}
 		repeat = n
 	}
 	if m := indexedID.FindStringSubmatch(s.ID); m != nil {
 		k, _ := strconv.Atoi(m[2])
 		if k < c.lengths[m[1]] {
-			panic(fmt.Sprintf("%s: field 'id': %q names a node of the repeated step %q", where, s.ID, m[1]))
+			panic(caseError(fmt.Sprintf("%s: field 'id': %q names a node of the repeated step %q", where, s.ID, m[1])))
 		}
 		c.indexed[m[1]] = append(c.indexed[m[1]], k)
 	}
 	if s.Repeat != nil {
 		for _, k := range c.indexed[s.ID] {
 			if k < repeat {
-				panic(fmt.Sprintf("%s: field 'repeat': its node %s[%d] would take an id an earlier step uses", where, s.ID, k))
+				panic(caseError(fmt.Sprintf("%s: field 'repeat': its node %s[%d] would take an id an earlier step uses", where, s.ID, k)))
 			}
 		}
 		c.lengths[s.ID] = repeat
@@ -329,7 +344,7 @@ func (c *runCase) create(s step, repeat int) (Node, error) {
 	number := func(raw any) float64 {
 		x, err := readNumber(raw)
 		if err != nil {
-			panic(fmt.Sprintf("step %s: %v", s.ID, err))
+			panic(caseError(fmt.Sprintf("step %s: %v", s.ID, err)))
 		}
 		return x
 	}
@@ -340,7 +355,7 @@ func (c *runCase) create(s step, repeat int) (Node, error) {
 		return c.engine.Constant(number(s.Value))
 	}
 	if s.Args != nil {
-		panic(fmt.Sprintf("step %s (%s): field 'args' is protocol 1's name; protocol 2 lists an operation's ids in 'operands'", s.ID, s.Op))
+		panic(caseError(fmt.Sprintf("step %s (%s): field 'args' is protocol 1's name; protocol 2 lists an operation's ids in 'operands'", s.ID, s.Op)))
 	}
 	operands := make([]Node, len(s.Operands))
 	for i, id := range s.Operands {
@@ -429,7 +444,7 @@ func (c *runCase) step(s step, index int, records bool) map[string]any {
 		if s.Seed != nil {
 			x, err := readNumber(s.Seed)
 			if err != nil {
-				panic(fmt.Sprintf("backward seed: %v", err))
+				panic(caseError(fmt.Sprintf("backward seed: %v", err)))
 			}
 			seed = x
 		}
@@ -437,7 +452,7 @@ func (c *runCase) step(s step, index int, records bool) map[string]any {
 			if errors.As(err, &engineError) {
 				return map[string]any{"error": c.errorObservation(engineError), "gradients": c.gradients()}
 			}
-			panic(err.Error())
+			panic(hookError{err})
 		}
 		observation := map[string]any{"gradients": c.gradients()}
 		if records && wantsPass() {
@@ -451,9 +466,10 @@ func (c *runCase) step(s step, index int, records bool) map[string]any {
 	node, err := c.create(s, c.checkID(s, fmt.Sprintf("step %d (%q)", index, s.ID)))
 	if err != nil {
 		if errors.As(err, &engineError) {
+			c.refused[s.ID] = index
 			return map[string]any{"error": c.errorObservation(engineError)}
 		}
-		panic(err.Error())
+		panic(hookError{err})
 	}
 	c.order = append(c.order, s.ID)
 	c.nodes[s.ID] = node
@@ -466,12 +482,70 @@ func (c *runCase) step(s step, index int, records bool) map[string]any {
 	return map[string]any{"value": wireNumber(c.engine.Value(node)), "tracked": c.tracked[s.ID]}
 }
 
-// run answers one run request; a panic anywhere becomes the case's error reply.
+// observe runs one step and observes it, a fault or skipped one included (protocol 2.1). A step
+// naming an id whose creation faulted or was skipped is skipped; one naming an id whose creation
+// answered a contract error faults, saying so. A hook's panic or non-contract error is this
+// step's fault; a caseError or a hook not yet connected panics on, to the case's error reply.
+func (c *runCase) observe(s step, index int, records bool) (observation map[string]any) {
+	named := append([]string{}, s.Operands...)
+	if s.Op == "backward" || s.Op == "zero_grad" {
+		named = append(named, s.Output)
+	}
+	for _, id := range named {
+		if k, ok := c.missing[id]; ok {
+			c.markMissing(s, index)
+			return map[string]any{"skipped": k}
+		}
+	}
+	for _, id := range named {
+		if k, ok := c.refused[id]; ok {
+			c.markMissing(s, index)
+			return map[string]any{"fault": fmt.Sprintf("%q was not created: its step %d answered a contract error", id, k)}
+		}
+		if _, ok := c.nodes[id]; !ok {
+			panic(caseError(fmt.Sprintf("step %d: %q is not an id an earlier step created", index, id)))
+		}
+	}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		var message string
+		switch v := p.(type) {
+		case caseError:
+			panic(v)
+		case hookError:
+			message = v.err.Error()
+		default:
+			message = fmt.Sprint(p)
+			if strings.HasPrefix(message, "not implemented:") {
+				panic(p)
+			}
+			message = "panic: " + message
+		}
+		fmt.Fprintf(os.Stderr, "adapter: step %d faulted: %s\n", index, message)
+		c.markMissing(s, index)
+		observation = map[string]any{"fault": message}
+	}()
+	return c.step(s, index, records)
+}
+
+// markMissing records that the step's id, if it creates one, was not created.
+func (c *runCase) markMissing(s step, index int) {
+	if s.Op != "backward" && s.Op != "zero_grad" {
+		c.missing[s.ID] = index
+	}
+}
+
+// run answers one run request; a panic outside a step's hooks becomes the case's error reply.
 func run(req request) (reply map[string]any) {
 	defer func() {
 		if p := recover(); p != nil {
 			message := fmt.Sprint(p)
-			if !strings.HasPrefix(message, "not implemented:") {
+			if _, own := p.(caseError); own {
+				fmt.Fprintf(os.Stderr, "adapter: case %s: %s\n", req.Case, message)
+			} else if !strings.HasPrefix(message, "not implemented:") {
 				fmt.Fprintf(os.Stderr, "adapter: case %s: %s\n", req.Case, message)
 				message = "panic: " + message
 			}
@@ -479,11 +553,12 @@ func run(req request) (reply map[string]any) {
 		}
 	}()
 	c := &runCase{engine: NewEngine(), nodes: map[string]Node{}, operation: map[string]string{},
-		tracked: map[string]bool{}, ids: map[Node]string{}, lengths: map[string]int{}, indexed: map[string][]int{}}
+		tracked: map[string]bool{}, ids: map[Node]string{}, lengths: map[string]int{}, indexed: map[string][]int{},
+		missing: map[string]int{}, refused: map[string]int{}}
 	records := req.Records == nil || *req.Records
 	observations := make([]any, 0, len(req.Program))
 	for i, s := range req.Program {
-		observations = append(observations, c.step(s, i, records))
+		observations = append(observations, c.observe(s, i, records))
 	}
 	return map[string]any{"type": "result", "case": req.Case, "observations": observations}
 }

@@ -4,8 +4,12 @@
 // object per line on stdin and stdout. It answers `hello` from the config block of
 // hooks.mjs, runs every `run` request step by step on a fresh `Engine` and answers with
 // one observation per step, and exits on `shutdown` or end of input. An `EngineError`
-// thrown by a hook is a contract error the harness compares; anything else thrown becomes
-// an `error` reply for that case and the loop goes on. A repeated step (`"repeat": n`,
+// thrown by a hook is a contract error the harness compares. Anything else a hook throws at
+// one step is that step's fault (protocol 2.1, `{"fault": "Name: message"}`) and the case goes
+// on: a later step naming an id the engine did not create is answered `{"skipped": k}` (k: the
+// step that should have created it) without running it. A hook not yet connected ("not
+// implemented: ..."), a hook answering what the protocol cannot carry, or a malformed request
+// is an `error` reply for that case, and the loop goes on. A repeated step (`"repeat": n`,
 // feature `repeat`) is a loop here calling `Engine.apply` n times, so every engine behind
 // this starter gets the million-node chain; `"records": false` skips `Engine.passRecord`.
 // What the engine prints (console.log, process.stdout.write) goes to stderr. Node 20, no
@@ -35,6 +39,17 @@ class ProgramError extends Error {
   }
 }
 
+// A hook answered something the protocol cannot carry: the case gets an error reply saying what.
+class HookBug extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "HookBug";
+  }
+}
+
+// Whether a hook threw because it is not filled in yet: the case's error, not a step's fault.
+const notConnected = (error) => error instanceof Error && error.message.startsWith("not implemented:");
+
 // Every error kind and exactly its fields (docs/contract.md sections 3 to 5).
 const ERROR_FIELDS = {
   "non-finite-leaf": ["operation", "value"],
@@ -53,7 +68,7 @@ const TEXT_FIELDS = new Set(["operation"]);
 // the non-finite ones, and -0.0 with its sign (JSON.stringify would write 0).
 class WireNumber {
   constructor(x, where) {
-    if (typeof x !== "number") throw new Error(`${where}: expected a number, got ${String(x)}`);
+    if (typeof x !== "number") throw new HookBug(`${where}: expected a number, got ${String(x)}`);
     this.x = x;
   }
   text() {
@@ -95,6 +110,8 @@ class Case {
     this.innerNames = null; // inner node -> id[k], built only when an error names a node the program ids do not
     this.lengths = new Map(); // repeated step id -> n, for the id clash checks
     this.indexed = new Map(); // base -> every k of a step id spelled base[k]
+    this.missing = new Map(); // protocol 2.1: an id the engine did not create -> the step that faulted or was skipped
+    this.refused = new Map(); // an id whose creation the engine answered with a contract error -> that step
   }
 
   name(node, where) {
@@ -106,7 +123,7 @@ class Case {
       }
       found = this.innerNames.get(node);
     }
-    if (found === undefined) throw new Error(`${where}: ${String(node)} is not a node this program created`);
+    if (found === undefined) throw new HookBug(`${where}: ${String(node)} is not a node this program created`);
     return found;
   }
 
@@ -120,10 +137,10 @@ class Case {
 
   error(error) {
     const wanted = ERROR_FIELDS[error.kind];
-    if (wanted === undefined) throw new Error(`EngineError kind ${error.kind} is not one of ${Object.keys(ERROR_FIELDS).join(", ")}`);
+    if (wanted === undefined) throw new HookBug(`EngineError kind ${error.kind} is not one of ${Object.keys(ERROR_FIELDS).join(", ")}`);
     const given = Object.keys(error.fields).sort();
     if (given.join() !== [...wanted].sort().join()) {
-      throw new Error(`EngineError ${error.kind} has fields [${given}]; it needs exactly [${wanted}]`);
+      throw new HookBug(`EngineError ${error.kind} has fields [${given}]; it needs exactly [${wanted}]`);
     }
     const out = { kind: error.kind };
     for (const field of wanted) {
@@ -225,6 +242,35 @@ class Case {
     return { seed: new WireNumber(record.seed, "pass record seed"), nodes, edges };
   }
 
+  // One step's observation, a fault or skipped one included (protocol 2.1). A step naming an id whose
+  // creation faulted or was skipped is skipped; one naming an id whose creation answered a contract error
+  // faults, saying so. What a hook throws is this step's fault, except a hook not yet connected and a
+  // hook's or the request's bug, which are the case's error.
+  observe(step, index, records) {
+    const named = [...(step.operands ?? []), ...(step.output !== undefined ? [step.output] : [])];
+    let observation;
+    const depends = named.find((id) => this.missing.has(id));
+    const refused = named.find((id) => this.refused.has(id));
+    if (depends !== undefined) {
+      observation = { skipped: this.missing.get(depends) };
+    } else if (refused !== undefined) {
+      observation = { fault: `${JSON.stringify(refused)} was not created: its step ${this.refused.get(refused)} answered a contract error` };
+    } else {
+      const unknown = named.find((id) => !this.nodes.has(id));
+      if (unknown !== undefined) throw new ProgramError(`step ${index}: ${JSON.stringify(unknown)} is not an id an earlier step created`);
+      try {
+        return this.step(step, index, records);
+      } catch (error) {
+        if (error instanceof HookBug || error instanceof ProgramError || notConnected(error)) throw error;
+        console.error(error);
+        const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        observation = { fault: message };
+      }
+    }
+    if (step.id !== undefined) this.missing.set(step.id, index);
+    return observation;
+  }
+
   // One step, observed (docs/contract.md section 8); records false leaves out the pass record.
   step(step, index, records) {
     const op = step.op;
@@ -248,7 +294,10 @@ class Case {
     try {
       node = this.create(step, repeat);
     } catch (error) {
-      if (error instanceof EngineError) return { error: this.error(error) };
+      if (error instanceof EngineError) {
+        this.refused.set(step.id, index);
+        return { error: this.error(error) };
+      }
       throw error;
     }
     this.nodes.set(step.id, node);
@@ -279,12 +328,12 @@ input.on("line", (line) => {
     try {
       const run = new Case();
       const records = request.records !== false;
-      const observations = request.program.map((step, index) => run.step(step, index, records));
+      const observations = request.program.map((step, index) => run.observe(step, index, records));
       reply({ type: "result", case: request.case, observations });
     } catch (error) {
-      const notConnected = error instanceof Error && error.message.startsWith("not implemented:");
-      if (!notConnected) console.error(error);
-      const message = error instanceof Error ? (notConnected ? error.message : `${error.name}: ${error.message}`) : String(error);
+      const unconnected = notConnected(error);
+      if (!unconnected) console.error(error);
+      const message = error instanceof Error ? (unconnected ? error.message : `${error.name}: ${error.message}`) : String(error);
       reply({ type: "error", case: request.case, message });
     }
   } else if (request.type === "shutdown") {

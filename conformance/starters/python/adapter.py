@@ -5,7 +5,12 @@ JSON object per line on stdin and stdout. It answers ``hello`` from the config b
 of engine_hooks.py, runs every ``run`` request step by step on a fresh
 ``engine_hooks.Engine`` and answers with one observation per step, and exits on
 ``shutdown`` or end of input. An ``EngineError`` raised by a hook is a contract error
-the harness compares; any other exception becomes an ``error`` reply for that case
+the harness compares. Any other exception a hook raises at one step is that step's
+fault (protocol 2.1, ``{"fault": "Type: message"}``, its traceback on stderr) and the
+case goes on: a later step that names an id the engine did not create is answered
+``{"skipped": k}`` (k: the step that should have created it) without running it. A
+hook not yet connected (``not implemented: ...``), a hook answering something the
+protocol cannot carry, or a malformed request is an ``error`` reply for that case,
 and the loop goes on with the next one. A repeated step (``"repeat": n``, feature
 ``repeat``) is a loop here calling ``Engine.apply`` n times, so every engine behind this
 starter gets the million-node chain; ``"records": false`` skips ``Engine.pass_record``.
@@ -66,6 +71,11 @@ class ProgramError(Exception):
     """The request's program breaks the protocol (a bad repeat, an id clash); the case gets an error reply saying what."""
 
 
+def not_connected(error: BaseException) -> bool:
+    """Whether a hook raised because it is not filled in yet: the case's error, not a step's fault."""
+    return isinstance(error, NotImplementedError) and str(error).startswith("not implemented:")
+
+
 def wire_number(x: Any, where: str) -> Any:
     """A float for the wire (docs/contract.md section 2): inf, -inf, nan as strings; -0.0 keeps its sign."""
     if isinstance(x, (bool, str, bytes)) or x is None:
@@ -104,6 +114,10 @@ class Case:
         #: Repeated step id -> n, and base -> k for every step id spelled base[k]: the id clash checks.
         self.lengths: dict[str, int] = {}
         self.indexed: dict[str, list[int]] = {}
+        #: Protocol 2.1: an id the engine did not create -> the step that should have (it faulted or was skipped).
+        self.missing: dict[str, int] = {}
+        #: An id whose creation the engine answered with a contract error -> that step.
+        self.refused: dict[str, int] = {}
 
     @staticmethod
     def key(node: Any) -> Any:
@@ -239,6 +253,38 @@ class Case:
             )
         return {"seed": wire_number(record["seed"], "pass record seed"), "nodes": nodes, "edges": edges}
 
+    def observe(self, step: dict[str, Any], index: int, records: bool) -> dict[str, Any]:
+        """One step's observation, a fault or skipped one included (protocol 2.1).
+
+        A step naming an id whose creation faulted or was skipped is skipped; one naming an id whose creation the
+        engine answered with a contract error faults, saying so. An exception a hook raises is this step's fault,
+        except a hook not yet connected and a hook's or the request's bug, which are the case's error.
+        """
+        named = [*step.get("operands", []), *([step["output"]] if "output" in step else [])]
+        observation: dict[str, Any]
+        depends = next((self.missing[name] for name in named if name in self.missing), None)
+        refused = next(((name, self.refused[name]) for name in named if name in self.refused), None)
+        if depends is not None:
+            observation = {"skipped": depends}
+        elif refused is not None:
+            observation = {"fault": f"{refused[0]!r} was not created: its step {refused[1]} answered a contract error"}
+        else:
+            unknown = next((name for name in named if name not in self.nodes), None)
+            if unknown is not None:
+                raise ProgramError(f"step {index}: {unknown!r} is not an id an earlier step created")
+            try:
+                return self.step(step, index, records)
+            except (HookBug, ProgramError):
+                raise
+            except Exception as error:  # noqa: BLE001 - the engine's failure is this step's fault, not the case's
+                if not_connected(error):
+                    raise
+                traceback.print_exc(file=sys.stderr)
+                observation = {"fault": f"{type(error).__name__}: {error}" if str(error) else type(error).__name__}
+        if "id" in step:
+            self.missing[step["id"]] = index
+        return observation
+
     def step(self, step: dict[str, Any], index: int, records: bool) -> dict[str, Any]:
         """Run one step and observe it (docs/contract.md section 8); records=False leaves out the pass record."""
         op = step["op"]
@@ -259,6 +305,7 @@ class Case:
         try:
             node = self.create(step, repeat)
         except EngineError as error:
+            self.refused[step["id"]] = index
             return {"error": self.error(error)}
         name = step["id"]
         self.nodes[name] = node
@@ -304,12 +351,12 @@ def main() -> int:
             try:
                 case = Case()
                 records = request.get("records", True) is not False
-                observations = [case.step(step, i, records) for i, step in enumerate(request["program"])]
+                observations = [case.observe(step, i, records) for i, step in enumerate(request["program"])]
                 reply({"type": "result", "case": name, "observations": observations})
             except Exception as error:  # noqa: BLE001 - any failure is this case's error, never the adapter's end
-                if not isinstance(error, NotImplementedError):
+                if not not_connected(error):
                     traceback.print_exc(file=sys.stderr)
-                message = str(error) if isinstance(error, NotImplementedError) else f"{type(error).__name__}: {error}"
+                message = str(error) if not_connected(error) else f"{type(error).__name__}: {error}"
                 reply({"type": "error", "case": name, "message": message})
         elif kind == "shutdown":
             return 0

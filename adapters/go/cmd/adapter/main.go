@@ -10,6 +10,16 @@
 // Every run starts from a fresh graph. A program the adapter cannot run, or a
 // panic while running it, becomes a {"type":"error"} reply for that case; the
 // adapter keeps serving. shutdown, or the end of stdin, exits with status 0.
+//
+// The adapter sends no step-level faults (protocol 2.1, {"fault": ...}): the
+// engine answers every refusal the contract names with its error, and it walks
+// graphs iteratively, so a panic is a bug of the port, not the engine's answer
+// to one step. Recovering it per step would not make it one honestly: a
+// goroutine stack overflow ends the process whatever recovers, and a panic
+// halfway through program.Session.Create can leave a node on the tape that no
+// step's tape entry holds, where Session.Name relies on the steps' nodes being
+// consecutive, so later steps would run and be named on a graph in an unknown
+// state. The case's error says what happened without that risk.
 package main
 
 import (

@@ -8,6 +8,15 @@
 //! malformed or the engine fails), `shutdown` or the end of input exits 0.
 //! Anything that is not a request it understands gets an `error` reply, never a
 //! panic; logs go to stderr only.
+//!
+//! It sends no step-level faults (protocol 2.1, `{"fault": ...}`): the engine
+//! answers every refusal the contract names with its error and walks graphs
+//! iteratively, so a panic is a bug of the port, caught for the whole case and
+//! answered as its `error`. Catching it per step would not make it one step's
+//! answer honestly: a stack overflow aborts the process whatever catches it, and
+//! a panic inside a creation leaves the session's creation index unadvanced
+//! (`execute.rs`, `Ids::create`), so every later step would look its operands
+//! up under the wrong index.
 
 use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};

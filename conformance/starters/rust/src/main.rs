@@ -4,8 +4,11 @@
 //! object per line on stdin and stdout. It answers hello from the config block of hooks.rs,
 //! runs every run request step by step on a fresh `Engine` and answers with one observation
 //! per step, and exits on shutdown or end of input. A `Failure::Contract` returned by a hook
-//! is a contract error the harness compares; any other failure, or a panic, becomes an error
-//! reply for that case and the loop goes on with the next one. A repeated step (`"repeat": n`,
+//! is a contract error the harness compares; a `Failure::Other` becomes an error reply for
+//! that case and the loop goes on with the next one. A panic in a hook at one step is that
+//! step's fault (protocol 2.1, `{"fault": "panic: message"}`) and the case goes on: a later
+//! step naming an id the engine did not create is answered `{"skipped": k}` (k: the step that
+//! should have created it) without running it. A repeated step (`"repeat": n`,
 //! feature `repeat`) is a loop here calling `Engine::apply` n times, so every engine behind
 //! this starter gets the million-node chain; `"records": false` skips `Engine::pass_record`.
 //! On Unix, what the engine prints to stdout (`println!`) goes to stderr: only protocol
@@ -265,6 +268,10 @@ struct Case {
     /// Repeated step id -> n, and base -> every k of a step id spelled base[k]: the id clash checks.
     lengths: HashMap<String, u64>,
     indexed: HashMap<String, Vec<u64>>,
+    /// Protocol 2.1: an id the engine did not create -> the step that faulted or was skipped.
+    missing: HashMap<String, usize>,
+    /// An id whose creation the engine answered with a contract error -> that step.
+    refused: HashMap<String, usize>,
 }
 
 /// Splits an id spelled `base[k]` (k a whole number from 1, no leading zero).
@@ -526,7 +533,10 @@ impl Case {
             .to_string();
         let repeat = self.check_id(step, &op, &id, &format!("step {index} ({id:?})"))?;
         let node = match self.create(step, &op, repeat) {
-            Err(Failure::Contract(error)) => return Ok(obj(vec![("error", self.error(error)?)])),
+            Err(Failure::Contract(error)) => {
+                self.refused.insert(id, index);
+                return Ok(obj(vec![("error", self.error(error)?)]));
+            }
             result => result?,
         };
         let tracked = self.engine.tracked(&node)?;
@@ -550,6 +560,57 @@ impl Case {
     }
 }
 
+/// The text of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+impl Case {
+    /// One step's observation, a fault or skipped one included (protocol 2.1). A step naming an
+    /// id whose creation faulted or was skipped is skipped; one naming an id whose creation
+    /// answered a contract error faults, saying so; a panic in a hook is this step's fault.
+    fn observe(&mut self, step: &Value, index: usize, records: bool) -> HookResult<Out> {
+        let operands = step.get("operands").and_then(Value::as_array);
+        let named: Vec<&str> = operands
+            .into_iter()
+            .flatten()
+            .chain(step.get("output"))
+            .filter_map(Value::as_str)
+            .collect();
+        let id = step.get("id").and_then(Value::as_str);
+        let observation = if let Some(k) = named.iter().find_map(|n| self.missing.get(*n)) {
+            obj(vec![("skipped", Out::Int(*k as i64))])
+        } else if let Some((name, k)) = named
+            .iter()
+            .find_map(|n| self.refused.get(*n).map(|k| (*n, *k)))
+        {
+            obj(vec![(
+                "fault",
+                Out::Str(format!(
+                    "{name:?} was not created: its step {k} answered a contract error"
+                )),
+            )])
+        } else {
+            match catch_unwind(AssertUnwindSafe(|| self.step(step, index, records))) {
+                Ok(result) => return result,
+                Err(panic) => {
+                    let text = panic_text(&*panic);
+                    eprintln!("adapter: step {index} faulted: panic: {text}");
+                    obj(vec![("fault", Out::Str(format!("panic: {text}")))])
+                }
+            }
+        };
+        if let Some(id) = id {
+            self.missing.insert(id.to_string(), index);
+        }
+        Ok(observation)
+    }
+}
+
 fn run(request: &Value) -> Result<Out, String> {
     let mut case = Case {
         engine: Engine::new(),
@@ -561,6 +622,8 @@ fn run(request: &Value) -> Result<Out, String> {
         chains: Vec::new(),
         lengths: HashMap::new(),
         indexed: HashMap::new(),
+        missing: HashMap::new(),
+        refused: HashMap::new(),
     };
     let records = request.get("records") != Some(&Value::Bool(false));
     let mut observations = Vec::new();
@@ -578,7 +641,7 @@ fn run(request: &Value) -> Result<Out, String> {
                  protocol 2 calls a step's operand ids \"operands\""
             ));
         }
-        match case.step(step, index, records) {
+        match case.observe(step, index, records) {
             Ok(observation) => observations.push(observation),
             Err(Failure::Other(message)) => return Err(message),
             Err(Failure::Contract(error)) => {
@@ -682,15 +745,8 @@ fn main() {
                 ("features", strings(&features())),
             ])),
             Some("run") => {
-                let outcome =
-                    catch_unwind(AssertUnwindSafe(|| run(&request))).unwrap_or_else(|panic| {
-                        let text = panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        Err(format!("panic: {text}"))
-                    });
+                let outcome = catch_unwind(AssertUnwindSafe(|| run(&request)))
+                    .unwrap_or_else(|panic| Err(format!("panic: {}", panic_text(&*panic))));
                 reply(match outcome {
                     Ok(observations) => obj(vec![
                         ("type", Out::Str("result".into())),

@@ -20,8 +20,12 @@ import java.util.Map;
  * line on stdin and stdout. It answers hello from the config block of Hooks.java, runs every run
  * request step by step on a fresh {@code Hooks.Engine} and answers with one observation per step,
  * and exits on shutdown or end of input. A {@code Kit.EngineError} thrown by a hook is a contract
- * error the harness compares; any other exception (a StackOverflowError too) becomes an error
- * reply for that case and the loop goes on with the next one. A repeated step ("repeat": n,
+ * error the harness compares. Any other exception a hook throws at one step (a StackOverflowError
+ * too) is that step's fault (protocol 2.1, {"fault": "Type: message"}) and the case goes on: a
+ * later step naming an id the engine did not create is answered {"skipped": k} (k: the step that
+ * should have created it) without running it. A hook not yet connected ({@code Kit.NotConnected}),
+ * a hook answering what the protocol cannot carry, a malformed request, or another Error (out of
+ * memory) is an error reply for that case, and the loop goes on with the next one. A repeated step ("repeat": n,
  * feature repeat) is a loop here calling {@code Engine.apply} n times, so every engine behind this
  * starter gets the million-node chain; "records": false skips {@code Engine.passRecord}.
  *
@@ -105,6 +109,10 @@ public final class Adapter {
         /** Repeated step id to n, and base to every k of a step id spelled base[k]: the id clash checks. */
         private final Map<String, Long> lengths = new HashMap<>();
         private final Map<String, List<Long>> indexed = new HashMap<>();
+        /** Protocol 2.1: an id the engine did not create, to the step that faulted or was skipped. */
+        private final Map<String, Integer> missing = new HashMap<>();
+        /** An id whose creation the engine answered with a contract error, to that step. */
+        private final Map<String, Integer> refused = new HashMap<>();
 
         List<Object> run(List<?> program, boolean records) {
             List<Object> observations = new ArrayList<>();
@@ -112,7 +120,7 @@ public final class Adapter {
                 if (!(program.get(index) instanceof Map<?, ?> raw)) throw new CaseError("step " + index + " is not an object");
                 @SuppressWarnings("unchecked")
                 Map<String, Object> step = (Map<String, Object>) raw;
-                observations.add(step(step, index, records));
+                observations.add(observe(step, index, records));
             }
             return observations;
         }
@@ -263,6 +271,41 @@ public final class Adapter {
             return out;
         }
 
+        /**
+         * One step's observation, a fault or skipped one included (protocol 2.1). A step naming an id
+         * whose creation faulted or was skipped is skipped; one naming an id whose creation answered a
+         * contract error faults, saying so. What a hook throws is this step's fault, except a hook not
+         * yet connected, a CaseError and an Error other than StackOverflowError, which are the case's.
+         */
+        private Map<String, Object> observe(Map<String, Object> step, int index, boolean records) {
+            List<String> named = new ArrayList<>();
+            if (step.get("operands") instanceof List<?> operands)
+                for (Object operand : operands) if (operand instanceof String name) named.add(name);
+            if (step.get("output") instanceof String output) named.add(output);
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (String name : named) {
+                if (out.isEmpty() && missing.containsKey(name)) out.put("skipped", missing.get(name));
+            }
+            for (String name : named) {
+                if (out.isEmpty() && refused.containsKey(name))
+                    out.put("fault", "\"" + name + "\" was not created: its step " + refused.get(name) + " answered a contract error");
+            }
+            if (out.isEmpty()) {
+                try {
+                    return step(step, index, records);
+                } catch (Kit.NotConnected | CaseError | Kit.EngineError e) {
+                    throw e;
+                } catch (RuntimeException | StackOverflowError e) {
+                    String name = e.getClass().getSimpleName();
+                    String fault = e.getMessage() == null ? name : name + ": " + e.getMessage();
+                    System.err.println("adapter: step " + index + " faulted: " + fault);
+                    out.put("fault", fault);
+                }
+            }
+            if (step.get("id") instanceof String id) missing.put(id, index);
+            return out;
+        }
+
         /** Runs one step and observes it (docs/contract.md section 8); records false leaves out the pass record. */
         private Map<String, Object> step(Map<String, Object> step, int index, boolean records) {
             if (step.containsKey("args"))
@@ -294,6 +337,7 @@ public final class Adapter {
             try {
                 created = create(step, op, repeat);
             } catch (Kit.EngineError e) {
+                refused.put(id, index);
                 out.put("error", error(e));
                 return out;
             }

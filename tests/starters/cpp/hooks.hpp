@@ -31,8 +31,8 @@ struct PassRecord {};
 
 inline const char* const ENGINE_NAME = "starter-test-engine";
 inline const char* const ENGINE_VERSION = "0.1.0";
-inline const std::vector<std::string> OPS = {"add", "sub", "mul", "div", "neg", "pow",
-                                             "exp", "log", "tanh", "relu", "detach"};
+inline const std::vector<std::string> OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp",
+                                             "log", "tanh", "relu", "sigmoid", "sqrt", "detach"};
 inline const std::vector<std::string> LEVELS = {"values", "gradients", "errors", "trace", "order"};
 inline const std::vector<std::string> FEATURES = {"seed"};
 

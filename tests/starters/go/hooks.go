@@ -11,7 +11,7 @@ import (
 )
 
 var EngineInfo = map[string]string{"name": "starter-test-engine", "version": "0.1.0", "language": "go"}
-var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"}
+var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"}
 var Levels = []string{"values", "gradients", "errors", "trace", "order"}
 var Features = []string{"seed"}
 

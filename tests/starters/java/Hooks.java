@@ -15,7 +15,7 @@ public final class Hooks {
 
     static final String ENGINE_NAME = "starter-test-engine";
     static final String ENGINE_VERSION = "0.1.0";
-    static final List<String> OPS = List.of("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach");
+    static final List<String> OPS = List.of("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach");
     static final List<String> LEVELS = List.of("values", "gradients", "errors", "trace", "order");
     static final List<String> FEATURES = List.of("seed");
 

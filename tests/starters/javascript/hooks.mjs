@@ -5,7 +5,7 @@
 
 export const CONFIG = {
   engine: { name: "starter-test-engine", version: "0.1.0", language: "javascript" },
-  ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+  ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"],
   levels: ["values", "gradients", "errors", "trace", "order"],
   features: ["seed"],
 };

@@ -15,7 +15,7 @@ from typing import Any, Optional
 print("engine noise at import")
 
 ENGINE = {"name": "starter-test-engine", "version": "0.1.0", "language": "python"}
-OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
+OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"]
 LEVELS = ["values", "gradients", "errors", "trace", "order"]
 FEATURES = ["seed"]
 

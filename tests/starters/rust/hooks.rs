@@ -17,7 +17,8 @@ pub struct Failure;
 pub const ENGINE_NAME: &str = "starter-test-engine";
 pub const ENGINE_VERSION: &str = "0.1.0";
 pub const OPS: &[&str] = &[
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt",
+    "detach",
 ];
 pub const LEVELS: &[&str] = &["values", "gradients", "errors", "trace", "order"];
 pub const FEATURES: &[&str] = &["seed"];

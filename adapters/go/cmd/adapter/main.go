@@ -168,17 +168,10 @@ func handle(line []byte, reply func(any), log io.Writer) bool {
 func declaredOps() []string {
 	var ops []string
 	for _, op := range autograd.Ops() {
-		if !heldBack[op] {
-			ops = append(ops, op.String())
-		}
+		ops = append(ops, op.String())
 	}
 	return append(ops, "detach")
 }
-
-// heldBack are rows of the op table that hello does not declare yet: the kit
-// refuses a hello naming an op its reference lacks, and sigmoid and sqrt reach
-// the reference in its own commit (issue 34). Emptied once the kit knows them.
-var heldBack = map[autograd.Operation]bool{autograd.OpSigmoid: true, autograd.OpSqrt: true}
 
 // runCase parses and runs one case; a panic becomes an error for that case.
 func runCase(req request, log io.Writer) (observations []program.Observation, err error) {

@@ -48,17 +48,8 @@ fn strings(items: &[&str]) -> Json {
 /// and no edge). Derived, not listed, so a row added to the table is declared
 /// (the same derivation as the Go adapter's declaredOps).
 fn declared_ops() -> Vec<&'static str> {
-    OPS.iter()
-        .map(|op| op.name)
-        .filter(|name| !HELD_BACK.contains(name))
-        .chain(["detach"])
-        .collect()
+    OPS.iter().map(|op| op.name).chain(["detach"]).collect()
 }
-
-/// Rows of the op table that hello does not declare yet: the kit refuses a hello
-/// naming an op its reference lacks, and sigmoid and sqrt reach the reference in
-/// its own commit (issue 34). Emptied once the kit knows them.
-const HELD_BACK: [&str; 2] = ["sigmoid", "sqrt"];
 
 fn hello() -> Json {
     Json::object([
@@ -224,19 +215,14 @@ mod tests {
             .collect();
         for row in &OPS {
             let times = declared.iter().filter(|&&name| name == row.name).count();
-            let want = usize::from(!HELD_BACK.contains(&row.name));
-            assert_eq!(
-                times, want,
-                "op-table row {} declared {times} times",
-                row.name
-            );
+            assert_eq!(times, 1, "op-table row {} declared {times} times", row.name);
         }
         let others: Vec<&&str> = declared
             .iter()
             .filter(|&&name| OPS.iter().all(|row| row.name != name))
             .collect();
         assert_eq!(others, [&"detach"], "declared beyond the op table");
-        assert_eq!(declared.len(), OPS.len() - HELD_BACK.len() + 1);
+        assert_eq!(declared.len(), OPS.len() + 1);
     }
 
     #[test]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 import msgspec
 
 from .fixture import Fixture, StepBounds, agree
-from .program import Step
+from .program import Program, Step
 from .protocol import ErrorInfo, Level, Observation, PassRecord, Profile
 from .wire import NON_FINITE, to_json_ready, ulp_distance
 
@@ -72,10 +72,16 @@ class Difference:
         return text
 
 
+class Said(str):
+    """A difference's side written in words, not JSON: ``a value``, ``fault ZeroDivisionError: ...``."""
+
+
 def show(value: Any) -> str:
     """A difference's expected or actual value as the reports write it: JSON, or ``nothing`` where there is none."""
     if value is _MISSING:
         return "nothing"
+    if isinstance(value, Said):
+        return str(value)
     if isinstance(value, msgspec.Struct):
         value = msgspec.to_builtins(value)
     return json.dumps(to_json_ready(value), sort_keys=False)
@@ -146,11 +152,26 @@ class Comparison:
     """How many fields were compared (each that agreed and each difference): 0 means the level checked nothing."""
     signed_zero_warnings: list[Difference]
     """Floats that agreed although only the sign of zero differed (under ``numeric``, or a nonzero bound)."""
+    not_comparable: tuple[int, ...] = ()
+    """Steps this level would have compared that the adapter skipped (protocol 2.1: they depend on a step that faulted)."""
 
 
 class _Collector:
-    def __init__(self, level: Level, bounds: Optional[tuple[StepBounds, ...]], limit: int, profile: Profile) -> None:
+    def __init__(
+        self,
+        level: Level,
+        bounds: Optional[tuple[StepBounds, ...]],
+        limit: int,
+        profile: Profile,
+        gradient_ids: Optional[frozenset[str]] = None,
+        float32: bool = False,
+    ) -> None:
         self.level = level
+        self.float32 = float32
+        """Whether a float agrees also as single precision makes it (``Fixture.float32``)."""
+        self.float32_agreed = 0
+        self.gradient_ids = gradient_ids
+        """The ids whose stored gradients are compared (``Fixture.compared_gradients``); None: every one."""
         self.bounds = bounds
         self.limit = limit
         self.contract = profile is Profile.CONTRACT
@@ -207,6 +228,10 @@ class _Collector:
                 self.compared += 1
             return
         if not agree(expected, actual, bound):
+            if self.float32 and _float32_of(expected, actual):  # a declared float32 engine: its rounding agrees
+                self.compared += 1
+                self.float32_agreed += 1
+                return
             self.add(step, path, expected, actual, ulp_distance(expected, actual), bound=bound)
         else:
             self.compared += 1
@@ -248,6 +273,9 @@ class _Collector:
         if actual is None:
             self.add(step, path, expected, _MISSING)
             return
+        if self.gradient_ids is not None:  # an engine that keeps the leaves' gradients only: those are compared
+            expected = {key: value for key, value in expected.items() if key in self.gradient_ids}
+            actual = {key: value for key, value in actual.items() if key in self.gradient_ids}
         for key, value in expected.items():
             if key not in actual:
                 self.add(step, f"{path}.{key}", value, _MISSING, note="no stored gradient reported for a tracked node")
@@ -301,7 +329,8 @@ def compare_fields(
     compared exactly); elsewhere (a nonzero bound, the ``numeric`` profile) it agrees and is
     listed in ``signed_zero_warnings`` (at most ``limit``), so that reports can say so.
     """
-    out = _Collector(Level(level), fixture.step_bounds(Profile(profile)), limit, Profile(profile))
+    bounds = fixture.step_bounds(Profile(profile))
+    out = _Collector(Level(level), bounds, limit, Profile(profile), fixture.compared_gradients, fixture.float32)
     levels: dict[str, Callable[..., None]] = {
         Level.VALUES: _values,
         Level.GRADIENTS: _gradients,
@@ -311,12 +340,48 @@ def compare_fields(
     }
     compare = levels[level]
     empty = Observation()
+    gone = _not_created(fixture.program, observations)
+    skipped: list[int] = []
     for index, (step, expected) in enumerate(zip(fixture.program, fixture.expected)):
         actual = observations[index] if index < len(observations) else empty
-        compare(out, index, step, expected, actual)
+        if actual.fault is not None or actual.skipped is not None:
+            # Protocol 2.1: a step the engine raised at, or did not run. Only where this level compares the step.
+            probe = _Collector(Level(level), None, 1, Profile(profile))
+            compare(probe, index, step, expected, empty)
+            if probe.found or probe.compared:
+                if actual.fault is not None:
+                    note = "the engine raised or refused here" + ("; a later step that uses it is skipped" if step.id else "")
+                    said = _expectation(Level(level), step, expected)
+                    out.add(index, f"observations[{index}]", said, Said(f"fault {actual.fault}"), note=note)
+                else:
+                    skipped.append(index)
+        else:
+            if gone and expected.gradients is not None:  # a node the engine never created has no stored gradient
+                expected = msgspec.structs.replace(
+                    expected, gradients={k: v for k, v in expected.gradients.items() if k not in gone}
+                )
+            compare(out, index, step, expected, actual)
         if out.full:
             break
-    return Comparison(out.found, out.largest, out.compared, out.warnings)
+    return Comparison(out.found, out.largest, out.compared, out.warnings, tuple(skipped))
+
+
+def _not_created(program: Program, observations: Sequence[Observation]) -> frozenset[str]:
+    """The ids whose creating step faulted or was skipped (protocol 2.1): no later observation can hold them."""
+    return frozenset(
+        step.id
+        for step, observation in zip(program, observations)
+        if step.id is not None and (observation.fault is not None or observation.skipped is not None)
+    )
+
+
+def _expectation(level: Level, step: Step, expected: Observation) -> Said:
+    """What the contract has at a step, in words, as ``level`` compares it, for a step the engine faulted at."""
+    if expected.error is not None and level in (Level.ERRORS, Level.VALUES):
+        return Said(f"the error {expected.error.kind}")
+    if step.id is not None:
+        return Said(f"a value ({show(expected.value)})")
+    return Said("a pass record" if level in (Level.TRACE, Level.ORDER) else "gradients")
 
 
 def _values(out: _Collector, index: int, step: Step, expected: Observation, actual: Observation) -> None:

@@ -194,7 +194,7 @@ def _contradiction(
     bug = bug_named(description)
     assert bug is not None, description  # only the catalogue's own descriptions are looked up
     for result in agreed:
-        fixture = fixtures[result.case]
+        fixture = diagnoser.view(fixtures[result.case])
         simulated = diagnoser.simulate(fixture, bug)
         if simulated is None:
             continue  # the variant cannot run this program: it says nothing either way

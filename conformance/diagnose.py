@@ -19,12 +19,16 @@ from typing import Any, Collection, Optional, Sequence
 
 from .compare import DEFAULT_PROFILE, compare_level
 from .fixture import Fixture, replayable
+from .handshake import Handshake
 from .mutants import BUGS, Bug, MutantEngine
 from .program import LEAF_OPS
-from .protocol import Observation
+from .protocol import ERROR_KINDS, LEVELS, Observation
 
 _RECURSION_WORDS = ("RecursionError", "maximum recursion depth", "stack overflow", "goroutine stack exceeds")
 
+
+#: A case this many steps long or more is deep enough that a native recursion over its graph can overflow the stack.
+DEEP_STEPS = 10_000
 
 #: Programs longer than this are not re-run through the catalogue: one such program costs as
 #: much as the rest of the corpus (a 10,000-deep chain, the LLM step), and every bug it
@@ -42,9 +46,33 @@ class Diagnoser:
     Past ``max_entries`` remembered runs it forgets them all and starts again.
     """
 
-    def __init__(self, max_entries: int = 2000) -> None:
+    def __init__(
+        self, max_entries: int = 2000, *, unchecked: Collection[str] = (), levels: Optional[Collection[str]] = None
+    ) -> None:
         self.max_entries = max_entries
         self._simulated: dict[tuple[str, str, str], Optional[list[Any]]] = {}
+        self.unchecked = frozenset(unchecked)
+        """The error kinds the engine does not report: the catalogue's variants do not raise them either."""
+        self.levels = frozenset(LEVELS if levels is None else levels)
+        """The levels the engine declares: a variant must agree with its answers at those only."""
+        self.hello: Optional[Handshake] = None
+        """The declared engine (``declare``): its shape decides how a case is compared (``view``)."""
+
+    def view(self, fixture: Fixture) -> Fixture:
+        """The fixture as the declared engine is compared on it (``Handshake.view``)."""
+        return self.hello.view(fixture) if self.hello is not None else fixture
+
+    def declare(self, hello: Handshake) -> None:
+        """Diagnose as the engine's hello declares it: variants that make only its checks, compared on its levels
+        (and on its leaves' stored gradients only, for a leaves-only engine).
+
+        An engine that reports no error kind (``error_kinds: []``) computes on where the contract raises; a
+        variant that raised there would never agree with it, and no mistake could be named.
+        """
+        unchecked = frozenset(ERROR_KINDS) - frozenset(hello.error_kinds)
+        if unchecked != self.unchecked:
+            self._simulated.clear()
+        self.unchecked, self.levels, self.hello = unchecked, frozenset(hello.levels), hello
 
     def diagnose(
         self,
@@ -78,7 +106,8 @@ class Diagnoser:
                 continue
             # The variant must itself fail here, and the adapter's answers must agree with the variant's.
             variant_fails = bool(compare_level(fixture, simulated, level, limit=1, profile=profile, edges=edges)[0])
-            if variant_fails and _reproduces(replace(fixture, expected=tuple(simulated)), observations, level, profile, edges):
+            variant = replace(fixture, expected=tuple(simulated))
+            if variant_fails and _reproduces(variant, observations, level, profile, edges, self.levels):
                 if description not in found:
                     found.append(description)
         return found + ([implied] if implied else [])  # what the catalogue names first; then what the numbers imply
@@ -93,7 +122,7 @@ class Diagnoser:
             if len(self._simulated) >= self.max_entries:
                 self._simulated.clear()
             try:
-                self._simulated[key] = MutantEngine(bug).run(fixture.program)
+                self._simulated[key] = MutantEngine(bug, unchecked=self.unchecked).run(fixture.program)
             except Exception:  # noqa: BLE001 - a variant that cannot run this program reproduces nothing
                 self._simulated[key] = None
         return self._simulated[key]
@@ -112,10 +141,12 @@ def diagnose(
 _WHOLE_STEP_LEVELS = ("values", "gradients", "errors")
 
 
-def _reproduces(variant: Fixture, observations: list[Any], level: str, profile: str, edges: bool = True) -> bool:
+def _reproduces(
+    variant: Fixture, observations: list[Any], level: str, profile: str, edges: bool = True, declared: Collection[str] = LEVELS
+) -> bool:
+    whole = {each for each in _WHOLE_STEP_LEVELS if each in declared}  # what the engine does not declare, it does not answer
     return not any(
-        compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0]
-        for each in {level, *_WHOLE_STEP_LEVELS}
+        compare_level(variant, observations, each, limit=1, profile=profile, edges=edges)[0] for each in {level, *whole}
     )
 
 
@@ -173,6 +204,11 @@ def diagnose_error(message: str, fixture: Optional[Fixture] = None) -> Optional[
     Recursion limits and stack overflows are named whatever the case; the exceptions a Python engine raises
     where the contract computes an infinity or nan are named when the case has the op that explains them.
     """
+    if fixture is not None and ("SIGSEGV" in message or "SIGBUS" in message) and fixture.size >= DEEP_STEPS:
+        return (
+            f"{BUGS[Bug.RECURSIVE_TOPO]}, or a recursive destructor: a native engine that walks or frees a graph "
+            f"{fixture.size} steps deep by recursion overflows its stack, and the process dies by a signal"
+        )
     if any(word in message for word in _RECURSION_WORDS):
         return BUGS[Bug.RECURSIVE_TOPO]
     if fixture is None:

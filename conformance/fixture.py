@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache, cached_property
 from pathlib import Path
@@ -124,6 +124,20 @@ class Fixture:
     bounds: dict[str, tuple[StepBounds, ...]]
     """Per profile (``contract`` only when the comparison is not exact, ``numeric`` always), one map per step."""
     path: Optional[Path] = None
+    compared_gradients: Optional[frozenset[str]] = None
+    """The ids whose stored gradients are compared (None: every one); ``leaves_only`` sets it. Never written."""
+
+    float32: bool = False
+    """Compared as an engine in single precision is (``as_float32``): a float also agrees as float32 makes it."""
+
+    def as_float32(self) -> "Fixture":
+        """The fixture as a float32 engine is compared: a float agrees too when it is the contract's value in single
+        precision (a float32 within 4 float32 ulps, an infinity past float32's range, underflow below its normals)."""
+        return replace(self, float32=True)
+
+    def leaves_only(self) -> "Fixture":
+        """The fixture as an engine that keeps stored gradients on tracked leaves only is compared: variables alone."""
+        return replace(self, compared_gradients=frozenset(step.id for step in self.program if step.op == "variable" and step.id))
 
     @property
     def size(self) -> int:

@@ -44,7 +44,7 @@ from .generate import build_fixture, generate
 from .mutants import BUGS, bug_named
 from .program import DECLARABLE_OPS, Program, program_hash, program_to_json
 from .protocol import LEVELS, Profile
-from .runner import plan
+from .runner import plan, reads_records
 from .shrink import shrink_program
 from .strategies import programs
 from .transport import AdapterFault, Handshake, Transport
@@ -72,11 +72,15 @@ class Divergence:
     """The profile the program was compared under (docs/contract.md section 9)."""
     edges: bool = True
     """False for an adapter whose pass records hold node records only (hello's ``"trace": "nodes"``)."""
+    records: bool = True
+    """False when the divergence shows on the run without pass records (the request's ``records`` false) only."""
 
     def describe(self) -> str:
         """The program, one step a line, then the first difference (or the fault) and the likely bug."""
         lines = ["minimal program:"]
         lines += [f"  {index:>2}  {step.describe()}" for index, step in enumerate(self.program)]
+        if not self.records:
+            lines.append("(on the run that reads no pass record: the request's records false)")
         if self.fault is not None:
             lines.append(f"adapter fault: {self.fault}")
         elif self.difference is not None:
@@ -175,12 +179,32 @@ def examine(
         hint = diagnose_error(str(fault), fixture)
         return Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
     edges = hello.trace == "full"
-    for level in (level for level in plan(fixture, hello).levels if level in levels):
+    planned = plan(fixture, hello)
+    fixture = planned.fixture  # as this adapter is compared on it
+    compared = [level for level in planned.levels if level in levels]
+    for level in compared:
         differences, _ = compare_level(fixture, observations, level, profile=profile, edges=edges)
         if differences:
             observed = tuple(observations)
             found = Divergence(program, fixture, level, differences[0], count=len(differences), observations=observed)
             return replace(found, edges=edges, profile=profile)
+    plain = [level for level in compared if not reads_records([level])]
+    if not plain or len(plain) == len(compared) or not any(step.op == "backward" for step in program):
+        return None
+    # Once more without pass records: an engine may take another path when no record is read
+    # (docs/protocol.md, the run request's ``records``), and it must give the same answers on it.
+    try:
+        observations = transport.run(FUZZ_CASE, program, records=False)
+    except AdapterFault as fault:
+        hint = diagnose_error(str(fault), fixture)
+        found = Divergence(program, fixture, "error", fault=str(fault), diagnosis=(hint,) if hint else (), profile=profile)
+        return replace(found, records=False)
+    for level in plain:
+        differences, _ = compare_level(fixture, observations, level, profile=profile, edges=edges)
+        if differences:
+            observed = tuple(observations)
+            found = Divergence(program, fixture, level, differences[0], count=len(differences), observations=observed)
+            return replace(found, edges=edges, profile=profile, records=False)
     return None
 
 
@@ -363,6 +387,7 @@ def fuzz(
     result = FuzzResult(hello, compared_levels(hello, levels, skip), profile)
     listed = bugs_of(expected)
     diagnoser = Diagnoser()  # this run's: what it simulates is not seen by another run
+    diagnoser.declare(hello)
     latest: list[Divergence] = []
     seen: set[tuple[Any, ...]] = set()
     started = time.monotonic()

@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar
 
 from .faults import AdapterFault, quote
+from .fixture import Fixture
 from .program import DECLARABLE_OPS
 from .protocol import (
     ERROR_KINDS,
     FEATURES,
     LEVELS,
     PROTOCOL_VERSION,
+    GradientScope,
     Hello,
     Level,
+    Precision,
     Profile,
     TraceKind,
     hello_fields,
@@ -42,6 +45,18 @@ class Handshake:
     """``full``, or ``nodes`` for pass records without edge records (hello's optional ``trace``)."""
     profile: Profile = Profile.CONTRACT
     """How its floats are compared (docs/contract.md section 9): ``contract`` or ``numeric``."""
+    gradients: GradientScope = GradientScope.ALL
+    """``leaves``: the engine keeps stored gradients on tracked leaves only (hello's optional ``gradients``)."""
+    precision: Precision = Precision.FLOAT64
+    """``float32``: the engine computes in single precision (hello's optional ``precision``)."""
+
+    def view(self, fixture: Fixture) -> Fixture:
+        """The fixture as this engine is compared on it: its leaves' stored gradients only, its floats as float32."""
+        if self.gradients is GradientScope.LEAVES:
+            fixture = fixture.leaves_only()
+        if self.precision is Precision.FLOAT32:
+            fixture = fixture.as_float32()
+        return fixture
 
     def partial(self) -> list[str]:
         """What the adapter declared less than in full, one phrase each (empty when nothing)."""
@@ -52,6 +67,10 @@ class Handshake:
             found.append(f"errors: {len(self.error_kinds)} of {len(ERROR_KINDS)} kinds (not {', '.join(missing)})")
         if self.trace == "nodes" and "trace" in self.levels:
             found.append("trace: nodes only")
+        if self.gradients is GradientScope.LEAVES:
+            found.append("gradients: leaves only (stored gradients compared on variables alone)")
+        if self.precision is Precision.FLOAT32:
+            found.append("precision: float32 (a float agrees also as the contract's value in single precision)")
         return found
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +85,8 @@ class Handshake:
             "error_kinds": sorted(self.error_kinds),
             "trace": self.trace.value,
             "profile": self.profile.value,
+            "gradients": self.gradients.value,
+            "precision": self.precision.value,
         }
 
     @staticmethod
@@ -81,6 +102,8 @@ class Handshake:
             frozenset(data["error_kinds"]),
             TraceKind(data["trace"]),
             Profile(data["profile"]),
+            GradientScope(data.get("gradients", GradientScope.ALL.value)),
+            Precision(data.get("precision", Precision.FLOAT64.value)),
         )
 
     @staticmethod
@@ -111,9 +134,16 @@ class Handshake:
                 "sequence: drop order from 'levels', or send edge records and declare trace 'full'"
             )
         profile = _choice("profile", fields.get("profile", Profile.CONTRACT.value), Profile, problems)
+        scope = _choice("gradients", fields.get("gradients", GradientScope.ALL.value), GradientScope, problems)
+        precision = _choice("precision", fields.get("precision", Precision.FLOAT64.value), Precision, problems)
+        if scope is GradientScope.LEAVES and "trace" in sets.get("levels", ()):
+            problems.append(
+                "field 'gradients': 'leaves' cannot be declared with the trace level, which compares every node's "
+                "stored gradient: drop trace from 'levels', or keep the gradients of every tracked node"
+            )
         if problems:
             raise AdapterFault("hello: " + "; ".join(problems))
-        assert trace is not None and profile is not None
+        assert trace is not None and profile is not None and scope is not None and precision is not None
         engine = fields["engine"]
         return Handshake(
             engine.name,
@@ -125,6 +155,8 @@ class Handshake:
             sets["error_kinds"],
             trace,
             profile,
+            scope,
+            precision,
         )
 
 
@@ -137,7 +169,7 @@ def _declared(key: str, raw: Any, allowed: tuple[str, ...], problems: list[str])
     return frozenset(raw)
 
 
-E = TypeVar("E", TraceKind, Profile)
+E = TypeVar("E", TraceKind, Profile, GradientScope, Precision)
 
 
 def _choice(key: str, raw: str, kind: type[E], problems: list[str]) -> Optional[E]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from reference.crmath import cr_pow, ieee_div
 from reference.errors import (
@@ -199,10 +199,12 @@ class _Node:
 class MutantEngine:
     """The reference semantics with one named bug (or none)."""
 
-    def __init__(self, bug: Optional[str] = None) -> None:
+    def __init__(self, bug: Optional[str] = None, *, unchecked: Iterable[str] = ()) -> None:
         if bug is not None and bug not in BUGS:
             raise ValueError(f"unknown bug {bug!r}; known: {', '.join(BUGS)}")
         self.bug: Optional[Bug] = None if bug is None else Bug(bug)
+        self.unchecked = frozenset(unchecked)
+        """Error kinds this engine never raises (an adapter's undeclared ``error_kinds``): it computes on instead."""
         self._created: list[_Node] = []  # every node of the current program, in creation order
         self._interned: dict[Any, _Node] = {}  # the merging bugs' table
         self._kept: Optional[_Node] = None  # failed-op-kept: the node a failed operation left behind
@@ -212,7 +214,7 @@ class MutantEngine:
     # -- graph ----------------------------------------------------------------
 
     def _leaf(self, operation: str, value: float) -> _Node:
-        if not _finite(value) and self.bug is not Bug.LEAF_UNCHECKED:
+        if not _finite(value) and self.bug is not Bug.LEAF_UNCHECKED and self._checks("non-finite-leaf"):
             raise NonFiniteLeaf(operation=operation, value=value)
         if self.bug is Bug.MERGE_EQUAL_LEAVES:
             key = (operation, math.copysign(1.0, value), value)
@@ -224,6 +226,10 @@ class MutantEngine:
         if self.bug is Bug.MERGE_EQUAL_LEAVES:
             self._interned[key] = node
         return node
+
+    def _checks(self, kind: str) -> bool:
+        """Whether this engine checks for (and raises) the error kind."""
+        return kind not in self.unchecked
 
     def _register(self, node: _Node) -> _Node:
         self._created.append(node)
@@ -277,12 +283,12 @@ class MutantEngine:
         return value, locals_
 
     def _check_value(self, op: str, value: float, locals_: tuple[float, ...]) -> Optional[EngineError]:
-        if not _finite(value):
+        if not _finite(value) and self._checks("non-finite-result"):
             return NonFiniteResult(operation=op, value=value)
         return None
 
     def _check_derivatives(self, op: str, value: float, locals_: tuple[float, ...]) -> Optional[EngineError]:
-        if self.bug is Bug.DERIVATIVE_UNCHECKED:
+        if self.bug is Bug.DERIVATIVE_UNCHECKED or not self._checks("non-finite-local-derivative"):
             return None
         for slot, local in enumerate(locals_[:1] if self.bug is Bug.ONLY_SLOT_0_CHECKED else locals_):
             if not _finite(local):
@@ -337,13 +343,13 @@ class MutantEngine:
     # -- gradients --------------------------------------------------------------
 
     def _backward(self, output: _Node, seed: float) -> dict[str, Any]:
-        if self.bug is Bug.SEED_CHECKED_FIRST and not _finite(seed):
+        if self.bug is Bug.SEED_CHECKED_FIRST and not _finite(seed) and self._checks("non-finite-seed"):
             raise NonFiniteSeed(seed=seed)
-        if not output.tracked:
+        if not output.tracked and self._checks("untracked-output"):
             raise UntrackedOutput(operation=output.operation)
         if self.bug is Bug.SEED_IGNORED:
             seed = 1.0
-        if not _finite(seed):
+        if not _finite(seed) and self._checks("non-finite-seed"):
             raise NonFiniteSeed(seed=seed)
         topo = self._topology(output)
         has_grad = (lambda n: n.grad is not None) if self.bug is Bug.UNTRACKED_GRADS else (lambda n: n.tracked)
@@ -377,7 +383,11 @@ class MutantEngine:
             for slot in slots:
                 operand, local = operands[slot], consumer.locals[slot]
                 contribution = upstream * local
-                if not _finite(contribution) and bug is not Bug.CONTRIBUTION_UNCHECKED:
+                if (
+                    not _finite(contribution)
+                    and bug is not Bug.CONTRIBUTION_UNCHECKED
+                    and self._checks("non-finite-contribution")
+                ):
                     raise NonFiniteContribution(
                         consumer=consumer, slot=slot, operand=operand, upstream=upstream, local_derivative=local
                     )
@@ -385,7 +395,7 @@ class MutantEngine:
                 if has_grad(operand):
                     before = adjoint[id(operand)]
                     after = contribution if bug is Bug.ASSIGN else before + contribution
-                    if not _finite(after) and bug is not Bug.PASS_ADJOINT_UNCHECKED:
+                    if not _finite(after) and bug is not Bug.PASS_ADJOINT_UNCHECKED and self._checks("non-finite-pass-adjoint"):
                         raise NonFinitePassAdjoint(node=operand, previous=before, contribution=contribution)
                     adjoint[id(operand)] = after
                 edges.append((consumer, slot, operand, local, upstream, contribution, has_grad(operand), before, after))
@@ -404,13 +414,13 @@ class MutantEngine:
         if self.bug is Bug.NO_ACCUMULATION:
             return pass_adjoint
         total = node.grad + pass_adjoint  # type: ignore[operator]
-        if not _finite(total) and self.bug is not Bug.ACCUMULATION_UNCHECKED:
+        if not _finite(total) and self.bug is not Bug.ACCUMULATION_UNCHECKED and self._checks("non-finite-accumulated-gradient"):
             raise NonFiniteAccumulatedGradient(node=node, stored=node.grad, pass_adjoint=pass_adjoint)
         return total
 
     def _accumulate(self, node: _Node, pass_adjoint: float) -> None:
         total = node.grad + pass_adjoint  # type: ignore[operator]
-        if not _finite(total):
+        if not _finite(total) and self._checks("non-finite-accumulated-gradient"):
             raise NonFiniteAccumulatedGradient(node=node, stored=node.grad, pass_adjoint=pass_adjoint)
         node.grad = total
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import msgspec
 import msgspec.inspect
@@ -74,6 +74,20 @@ class TraceKind(StrEnum):
 
     FULL = "full"
     NODES = "nodes"
+
+
+class Precision(StrEnum):
+    """The engine's working precision: binary64 as the contract computes, or binary32."""
+
+    FLOAT64 = "float64"
+    FLOAT32 = "float32"
+
+
+class GradientScope(StrEnum):
+    """Which nodes keep a stored gradient in the engine: every tracked node, or the tracked leaves only."""
+
+    ALL = "all"
+    LEAVES = "leaves"
 
 
 #: The fields of every error kind of the contract, in the contract's order.
@@ -190,6 +204,10 @@ class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True
     error: Optional[ErrorInfo] = None
     gradients: Optional[dict[str, float]] = None
     pass_: Optional[PassRecord] = msgspec.field(default=None, name="pass")
+    fault: Optional[str] = None
+    """Protocol 2.1: the engine raised or refused at this step (its message); no other field."""
+    skipped: Optional[int] = None
+    """Protocol 2.1: not run, since the step names an id whose creating step (this index) faulted or was skipped."""
 
     def floats(self) -> dict[str, float]:
         """Every float it holds, by its path under the observation (docs/fixtures.md, "bounds").
@@ -232,6 +250,8 @@ class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True
 
 def shape_problem(step: Step, observation: Observation) -> Optional[str]:
     """What is wrong with the shape of ``observation`` for ``step`` (docs/protocol.md), or None."""
+    if observation.fault is not None or observation.skipped is not None:
+        return _step_fault_problem(observation)
     # The shapes of a run that went well, told apart without building sets.
     if observation.error is None and observation.pass_ is None and step.id is not None:  # a creation
         if observation.value is not None and observation.tracked is not None and observation.gradients is None:
@@ -262,6 +282,39 @@ def _shape_problem(step: Step, observation: Observation) -> Optional[str]:
         return None
     shapes = " or ".join("{" + ", ".join(sorted(shape)) + "}" for shape in allowed)
     return f"a {step.op} step is observed as {shapes}, got {{{', '.join(sorted(has))}}}"
+
+
+def _step_fault_problem(observation: Observation) -> Optional[str]:
+    """A fault or skipped observation (protocol 2.1) carries that one field and nothing else."""
+    others = [name for name in ("value", "tracked", "error", "gradients", "pass_") if getattr(observation, name) is not None]
+    if observation.fault is not None and observation.skipped is not None:
+        others.append("skipped")
+    if others:
+        fields = ", ".join(sorted("pass" if name == "pass_" else name for name in others))
+        kind = "fault" if observation.fault is not None else "skipped"
+        return f"a {kind} observation carries no other field, got {fields} beside it"
+    if observation.fault is not None and not observation.fault.strip():
+        return "a fault observation names what the engine raised or refused: its message is empty"
+    return None
+
+
+def dependency_problem(index: int, program: Program, observations: Sequence[Observation]) -> Optional[str]:
+    """What is wrong with a skipped observation's step reference (protocol 2.1), or None.
+
+    ``skipped: k`` must name an earlier step that faulted or was skipped itself and created an id this step names.
+    """
+    k = observations[index].skipped
+    if k is None:
+        return None
+    step = program[index]
+    if not 0 <= k < index:
+        return f"skipped: {k} must name an earlier step (0 to {index - 1})"
+    if observations[k].fault is None and observations[k].skipped is None:
+        return f"skipped: {k} names a step that neither faulted nor was skipped ({program[k].describe()})"
+    named = {*step.operands, *((step.output,) if step.output is not None else ())}
+    if program[k].id not in named:
+        return f"skipped: {k} names a step whose id ({program[k].id}) this step does not use"
+    return None
 
 
 def _error_problem(error: ErrorInfo) -> Optional[str]:
@@ -305,6 +358,8 @@ class Hello(msgspec.Struct, tag="hello", tag_field="type", omit_defaults=True):
     error_kinds: Optional[list[str]] = None
     trace: TraceKind = TraceKind.FULL
     profile: Profile = Profile.CONTRACT
+    gradients: GradientScope = GradientScope.ALL
+    precision: Precision = Precision.FLOAT64
 
 
 class RunRequest(msgspec.Struct, tag="run", tag_field="type", omit_defaults=True):
@@ -539,7 +594,7 @@ def _checked(observations: list[Observation], program: Program) -> list[Observat
     if len(observations) != len(program):
         raise ProtocolError(f"result has {len(observations)} observations for {len(program)} steps")
     for index, (step, observation) in enumerate(zip(program, observations)):
-        problem = shape_problem(step, observation)
+        problem = shape_problem(step, observation) or dependency_problem(index, program, observations)
         if problem:
             raise ProtocolError(f"at $.observations[{index}] ({step.describe()}): {problem}")
     return observations
@@ -662,6 +717,8 @@ def protocol_schema() -> dict[str, Any]:
     hello["error_kinds"] = {"type": "array", "items": {"enum": list(ERROR_KINDS)}}
     hello["trace"] = {"enum": [kind.value for kind in TraceKind], "default": TraceKind.FULL.value}
     hello["profile"] = {"enum": [profile.value for profile in Profile], "default": Profile.CONTRACT.value}
+    hello["gradients"] = {"enum": [scope.value for scope in GradientScope], "default": GradientScope.ALL.value}
+    hello["precision"] = {"enum": [each.value for each in Precision], "default": Precision.FLOAT64.value}
     defs["ErrorInfo"]["properties"]["kind"] = {"enum": list(ERROR_KINDS)}
     defs["ErrorInfo"]["allOf"] = [
         {

@@ -132,8 +132,10 @@ class Gatherer:
         cases = {fixture.id: fixture for fixture in self.state.fixtures}
         for run in runs:
             if run.handshake is not None:
+                diagnoser = Diagnoser()
+                diagnoser.declare(run.handshake)
                 run.results, run.explanation = explain_run(
-                    run.results, cases, Diagnoser(), run.handshake.profile, edges=run.handshake.trace == "full"
+                    run.results, cases, diagnoser, run.handshake.profile, edges=run.handshake.trace == "full"
                 )
 
     def _run(self, name: str) -> AdapterRun:

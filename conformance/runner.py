@@ -300,6 +300,8 @@ class Plan:
     """The case's levels this adapter is compared at, in the case's order; none: its request is never sent."""
     skipped: dict[Level, str]
     """Every other level of the case, with the reason it is unsupported here."""
+    fixture: Fixture
+    """The case as this adapter is compared on it (only the leaves' stored gradients, for a leaves-only engine)."""
 
     @property
     def records(self) -> bool:
@@ -324,7 +326,7 @@ def plan(fixture: Fixture, hello: Handshake) -> Plan:
     gap = support_gap(fixture, hello)
     gaps: dict[str, str] = {level: gap for level in fixture.levels} if gap else level_gaps(fixture, hello)
     levels = tuple(Level(level) for level in fixture.levels if level not in gaps)
-    return Plan(levels, {Level(level): reason for level, reason in gaps.items()})
+    return Plan(levels, {Level(level): reason for level, reason in gaps.items()}, hello.view(fixture))
 
 
 def level_gaps(fixture: Fixture, hello: Handshake) -> dict[str, str]:
@@ -503,6 +505,7 @@ class AdapterSession:
             self.hello = self.transport.handshake()
             if self.profile is not None:
                 self.hello = replace(self.hello, profile=Profile(self.profile))
+            self.diagnoser.declare(self.hello)
         except AdapterFault as fault:
             self._fault(fault)
             return _charge(self.name, fixture, fixture.levels, f"adapter failed to start: {fault}", self.expected)
@@ -628,6 +631,7 @@ def run_case(
     planned = plan(fixture, hello)
     levels = planned.levels
     unsupported = planned.unsupported(name, fixture)
+    fixture = planned.fixture
     if not levels:
         return unsupported
     edges = hello.trace == "full"
@@ -644,15 +648,21 @@ def run_case(
     for level in levels:
         comparison = compare_fields(fixture, observations, level, profile=hello.profile, edges=edges)
         differences, share = comparison.differences, comparison.largest_share
+        not_comparable = _not_comparable(fixture, observations, comparison.not_comparable)
         if not differences and not comparison.compared:
-            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise).
-            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, NOTHING_TO_COMPARE))
+            # Not a pass: nothing was checked (a fixture listing a level its steps do not exercise, or every step
+            # it compares depends on one the engine faulted at).
+            results.append(Result(name, fixture.id, level, Outcome.UNSUPPORTED, not_comparable or NOTHING_TO_COMPARE))
             continue
         if differences:
             first = differences[0]
             extra = f" (and {len(differences) - 1} more difference(s))" if len(differences) > 1 else ""
-            message = f"{first.describe()}{extra}"
+            message = f"{first.describe()}{extra}" + (f"; {not_comparable}" if not_comparable else "")
             diagnosis = tuple(diagnoser.diagnose(fixture, observations, level, hello.profile, edges=edges))
+            at = {difference.step for difference in differences}
+            faults = (o.fault for i, o in enumerate(observations) if o.fault is not None and i in at)
+            hints = (diagnose_error(fault, fixture) for fault in faults)
+            diagnosis += tuple(dict.fromkeys(hint for hint in hints if hint and hint not in diagnosis))
             stderr = transport.stderr_tail()
             outcome = Result(
                 name,
@@ -676,6 +686,7 @@ def run_case(
                 fixture.id,
                 level,
                 Outcome.PASSED,
+                not_comparable,
                 largest_share=share,
                 compared=comparison.compared,
                 signed_zero_warnings=signed,
@@ -684,6 +695,20 @@ def run_case(
     failing = [r.level for r in results if r.outcome == Outcome.FAILED]
     passing = [r.level for r in results if r.outcome == Outcome.PASSED]
     return unsupported + [_apply_expected(result, expected, failing, passing) for result in results]
+
+
+def _not_comparable(fixture: Fixture, observations: Sequence[Observation], skipped: Sequence[int]) -> str:
+    """The sentence for the steps a level could not compare (protocol 2.1 ``skipped``), naming the fault behind them."""
+    if not skipped:
+        return ""
+    roots: dict[int, str] = {}
+    for index in skipped:
+        k = index
+        while observations[k].skipped is not None:  # shape-checked: each names an earlier step
+            k = observations[k].skipped  # type: ignore[assignment]
+        roots.setdefault(k, observations[k].fault or "")
+    causes = "; ".join(f"step {k} ({fixture.program[k].describe()}) faulted: {fault}" for k, fault in sorted(roots.items()))
+    return f"{len(skipped)} step(s) not comparable, as the adapter skipped them: {causes}"
 
 
 def reads_records(levels: Iterable[str]) -> bool:

@@ -22,7 +22,7 @@ import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
 
-from .program import Program, ProgramError, parse_program
+from .program import Program, ProgramError, Step, parse_program
 from .protocol import PROTOCOL_VERSION, Observation, Result, decode_run_request, encode_result
 from .wire import dumps_line, loads
 
@@ -48,6 +48,45 @@ RunCase = (
 )
 
 
+#: One step on an engine that keeps its nodes between steps: the step's observation, typed or as plain data.
+StepHook = Callable[[Step], Observation | dict[str, Any]]
+
+
+def by_steps(start: Callable[[bool], StepHook]) -> Callable[[Program, bool], list[Observation | dict[str, Any]]]:
+    """A ``run_case`` for ``serve`` from a hook that runs one step (protocol 2.1, step-level faults).
+
+    ``start(records)`` begins a case on a fresh engine and returns the hook for its steps. An exception the hook
+    raises becomes that step's ``{"fault": "Type: message"}`` (its traceback goes to stderr) and the case goes on;
+    a later step that names an id whose creation faulted, or was skipped itself, is answered
+    ``{"skipped": k}`` (k: that creating step) without calling the hook; both come typed (``Observation``).
+    So an engine's own ZeroDivisionError, RecursionError or refusal costs the steps that depend on it, not the case.
+    """
+
+    def run_case(program: Program, records: bool = True) -> list[Observation | dict[str, Any]]:
+        hook = start(records)
+        observations: list[Observation | dict[str, Any]] = []
+        missing: dict[str, int] = {}  # an id the engine did not create -> the step that should have
+        for index, step in enumerate(program):
+            named = (*step.operands, *((step.output,) if step.output is not None else ()))
+            depends = next((missing[name] for name in named if name in missing), None)
+            if depends is not None:
+                observations.append(Observation(skipped=depends))
+            else:
+                try:
+                    observations.append(hook(step))
+                    continue
+                except Exception as error:  # noqa: BLE001 - the engine's failure is this step's fault
+                    traceback.print_exc(file=sys.stderr)
+                    observations.append(
+                        Observation(fault=f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+                    )
+            if step.id is not None:
+                missing[step.id] = index
+        return observations
+
+    return run_case
+
+
 def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> int:
     """Answer protocol requests until shutdown or end of input; returns the exit status.
 
@@ -70,8 +109,9 @@ def serve(hello: dict[str, Any], run_case: RunCase, stdin: Optional[TextIO] = No
             if len(typed) == len(observations):
                 stdout.write(encode_result(Result(case, typed)).decode() + "\n")
                 stdout.flush()
-            else:
-                reply({"type": "result", "case": case, "observations": observations})
+            else:  # plain data, or typed and plain mixed (``by_steps`` types its faults): the plain data's encoding
+                plain = [item.to_json() if isinstance(item, Observation) else item for item in observations]
+                reply({"type": "result", "case": case, "observations": plain})
         except ProgramError as error:
             reply({"type": "error", "case": case, "message": str(error)})
         except Exception as error:  # noqa: BLE001 - any engine failure is this case's error

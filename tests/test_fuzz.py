@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import socket
@@ -55,7 +56,7 @@ class MutantTransport(DirectTransport):
     def handshake(self):
         return self.hello
 
-    def run(self, case, program):
+    def run(self, case, program, records=True):
         try:
             return self.engine.run(program)
         except Exception as error:  # a real adapter replies with an error message instead
@@ -153,7 +154,7 @@ def test_skipped_levels_are_not_compared():
     )
 
     class Reversed(MutantTransport):
-        def run(self, case, program):
+        def run(self, case, program, records=True):
             observations = run_program(program)
             observations[3].pass_.edges.reverse()
             return observations
@@ -206,7 +207,7 @@ class TwoBugTransport(MutantTransport):
         super().__init__(None)
         self.tanh, self.seed = MutantEngine("wrong-derivative-tanh"), MutantEngine("seed-ignored")
 
-    def run(self, case, program):
+    def run(self, case, program, records=True):
         if any(step.op == "tanh" for step in program):
             return self.tanh.run(program)
         return self.seed.run(program)
@@ -268,7 +269,7 @@ def test_a_program_showing_two_known_bugs_at_once_is_known():
     )
 
     class Both(MutantTransport):
-        def run(self, case, program):
+        def run(self, case, program, records=True):
             observations = MutantEngine("stale").run(program)
             observations[1].value = MutantEngine("relu-keeps-negative-zero").run(program)[1].value
             return observations
@@ -291,7 +292,7 @@ class MicrogradTransport(MutantTransport):
         self.engine_run = micrograd_adapter.run
         self.hello = Handshake.parse({"type": "hello", "protocol": 2, **micrograd_adapter.HELLO})
 
-    def run(self, case, program):
+    def run(self, case, program, records=True):
         try:
             return observations_from_data(self.engine_run(program), program)
         except Exception as error:
@@ -415,3 +416,80 @@ def test_an_unreachable_redis_database_is_a_usage_error_naming_the_url(capsys):
     assert main(["fuzz", "--command", broken("stale"), "--examples", "5", "--database", url]) == 2
     err = capsys.readouterr().err
     assert f"--database {url}: cannot reach the Redis server" in err and "Traceback" not in err
+
+
+def default_run_programs():
+    """The programs the default fuzz run draws against an adapter that declares everything (200, seed 0)."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from conformance.fuzz import strategy_for
+    from conformance.transport import InProcessTransport
+
+    drawn = []
+    hello = InProcessTransport().handshake()
+
+    @settings(max_examples=200, database=None, deadline=None, phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @hypothesis_seed(0)
+    @given(strategy_for(hello, tuple(LEVELS), 24))
+    def collect(program):
+        drawn.append(program)
+
+    collect()
+    return drawn
+
+
+def test_the_default_run_draws_the_special_operands_and_steps_of_the_contract():
+    """Within the default budget: divisions by zero of both signs, the largest floats, subnormals, huge repeated seeds."""
+    from conformance.strategies import BIG, HUGE_SEEDS
+
+    def sign(value):
+        return "-" if math.copysign(1.0, value) < 0 else "+"
+
+    divisions, leaves, repeated_huge, errors = set(), set(), 0, set()
+    for program in default_run_programs():
+        values = {step.id: step.value for step in program if step.value is not None}
+        for before, step in zip((None, *program), program):
+            if step.op == "div" and values.get(step.operands[1]) == 0.0 and step.operands[0] in values:
+                divisions.add(sign(values[step.operands[0]]) + sign(values[step.operands[1]]))
+            if step.value is not None:
+                leaves.add(repr(step.value))  # repr: 0.0 and -0.0 are equal, their reprs are not
+            if step.op == "backward" and step.seed in HUGE_SEEDS and before is not None and before == step:
+                repeated_huge += 1
+        for observation in run_program(program):
+            if observation.error is not None:
+                errors.add(observation.error.kind)
+    assert divisions == {"++", "+-", "-+", "--"}, divisions
+    for value in (0.0, -0.0, BIG, -BIG, 5e-324, -5e-324, 2.2250738585072014e-308):
+        assert repr(value) in leaves, value
+    assert repeated_huge >= 5, repeated_huge
+    assert {"non-finite-result", "non-finite-contribution", "non-finite-accumulated-gradient"} <= errors, errors
+
+
+def test_a_program_with_a_backward_runs_again_without_pass_records_and_a_difference_there_is_a_divergence():
+    """An engine may take another path when no record is read; the fuzzer compares that path too."""
+    from conformance.transport import InProcessTransport
+
+    class FastPathWrong(InProcessTransport):
+        def run(self, case, program, timeout=None, *, records=True):
+            observations = super().run(case, program, timeout, records=records)
+            if not records:  # the record-free path doubles every stored gradient
+                for observation in observations:
+                    if observation.gradients:
+                        observation.gradients = {name: 2 * g + 1 for name, g in observation.gradients.items()}
+            return observations
+
+    program = parse_program(
+        [
+            {"id": "x", "op": "variable", "value": 2.0},
+            {"id": "y", "op": "mul", "operands": ["x", "x"]},
+            {"op": "backward", "output": "y"},
+        ],
+        "t",
+    )
+    found = examine(FastPathWrong(), program, tuple(LEVELS))
+    assert found is not None and not found.records and found.level == "gradients", found
+    assert "no pass record" in found.describe()
+    assert examine(InProcessTransport(), program, tuple(LEVELS)) is None
+    result = fuzz(FastPathWrong(), examples=50)
+    assert result.divergence is not None and not result.divergence.records

@@ -74,3 +74,14 @@ def test_each_survivor_case_is_in_the_corpus_and_names_the_mutant_it_was_written
 def test_the_quick_run_leaves_out_only_cases_that_exist():
     ids = {fixture.id for fixture in load_corpus()}
     assert set(SLOW_CASES) <= ids
+
+
+def test_the_judge_kills_a_mutant_whose_hello_declares_less_than_its_engine(tmp_path, monkeypatch):
+    # Every unmutated engine supports the whole corpus, so an unsupported result is a mutant's
+    # smaller hello (the Go op table's Ops made empty), not a missing feature: it kills.
+    import judge
+
+    monkeypatch.setattr(judge, "SOCKET", tmp_path / "no-server.sock")
+    fake = f"{sys.executable} {ROOT / 'tests' / 'fakes' / 'partial_adapter.py'}"
+    assert judge.judge("reference", tmp_path, "quick", fake) == 0
+    assert judge.judge("reference", tmp_path, "quick", f"{fake} --levels values,gradients,errors,trace") == 1

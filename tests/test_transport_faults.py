@@ -254,6 +254,23 @@ def test_a_crash_by_signal_on_a_deep_case_names_the_stack_overflow_it_usually_is
     assert "recursive walk" in error.hint and "recursive destructor of a linked chain of nodes" in error.hint
 
 
+def test_a_crash_by_signal_on_a_deep_case_is_named_on_the_result_as_the_catalogues_recursive_walk():
+    from conformance.mutants import BUGS, Bug
+    from conformance.runner import Outcome, run_adapter
+
+    deep = [f for f in load_corpus() if f.id in ("structure/deep-chain-10000", "seed/reused-square")]
+    transport = fault_transport("segfault", "structure/deep-chain-10000")
+    try:
+        run = run_adapter("fake", transport, deep, [])
+    finally:
+        transport.close()
+    by_case = {r.case: r for r in run.results}
+    crashed = by_case["structure/deep-chain-10000"]
+    assert crashed.outcome == Outcome.ERROR and "SIGSEGV" in crashed.message
+    assert any(BUGS[Bug.RECURSIVE_TOPO] in hint and "recursive destructor" in hint for hint in crashed.diagnosis)
+    assert by_case["seed/reused-square"].diagnosis == ()  # a crash-free small case is not given the name
+
+
 def test_a_bare_nan_deep_in_a_reply_is_quoted_where_it_is_with_the_protocols_spelling():
     error = fault_on("bare-nan", "structure/fan-out-16")
     assert error.kind == "garbage"

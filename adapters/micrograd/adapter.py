@@ -23,8 +23,8 @@ from typing import Any
 
 from micrograd.engine import Value
 
-from conformance.program import Program
-from conformance.serve import PYTHON_OPS, serve
+from conformance.program import Step
+from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "micrograd", "version": version("micrograd"), "language": "python"},
@@ -36,36 +36,40 @@ HELLO = {
 OPS = PYTHON_OPS
 
 
-def run(program: Program, records: bool = True) -> list[dict[str, Any]]:
-    """Run one program on micrograd and observe every step; ``records`` changes nothing (no pass record is kept)."""
+def start(records: bool = True) -> StepHook:
+    """A fresh micrograd graph for one case, and the hook that runs its steps one by one.
+
+    ``records`` changes nothing (no pass record is kept). An exception micrograd raises (ZeroDivisionError at
+    0 ** -1, RecursionError on a deep chain) is that step's fault: ``by_steps`` reports it and goes on.
+    """
     values: dict[str, Value] = {}
     tracked: dict[str, bool] = {}
-    observations: list[dict[str, Any]] = []
 
     def gradients() -> dict[str, Any]:
         return {name: value.grad for name, value in values.items() if tracked[name]}
 
-    for step in program:
-        if step.op in ("variable", "constant"):
-            node = Value(step.value)
-            tracked[step.id] = step.op == "variable"  # type: ignore[index]
-        elif step.op == "pow":
-            node = values[step.operands[0]] ** step.exponent
-            tracked[step.id] = tracked[step.operands[0]]  # type: ignore[index]
-        elif step.id is not None:
-            node = OPS[step.op](*(values[name] for name in step.operands))
-            tracked[step.id] = any(tracked[name] for name in step.operands)
-        elif step.op == "backward":
+    def step_on(step: Step) -> dict[str, Any]:
+        if step.op == "backward":
             values[step.output].backward()  # type: ignore[index]
-            observations.append({"gradients": gradients()})
-            continue
-        else:
+            return {"gradients": gradients()}
+        if step.op == "zero_grad":
             _zero_grad(values[step.output])  # type: ignore[index]
-            observations.append({"gradients": gradients()})
-            continue
-        values[step.id] = node  # type: ignore[index]
-        observations.append({"value": node.data, "tracked": tracked[step.id]})  # type: ignore[index]
-    return observations
+            return {"gradients": gradients()}
+        if step.op in ("variable", "constant"):
+            node, is_tracked = Value(step.value), step.op == "variable"
+        elif step.op == "pow":
+            node, is_tracked = values[step.operands[0]] ** step.exponent, tracked[step.operands[0]]
+        else:
+            node = OPS[step.op](*(values[name] for name in step.operands))
+            is_tracked = any(tracked[name] for name in step.operands)
+        values[step.id], tracked[step.id] = node, is_tracked  # type: ignore[index]
+        return {"value": node.data, "tracked": is_tracked}
+
+    return step_on
+
+
+run = by_steps(start)
+"""One program on micrograd, a step at a time (``conformance.serve.by_steps``)."""
 
 
 def _zero_grad(output: Value) -> None:

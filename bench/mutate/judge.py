@@ -17,7 +17,11 @@ runs only what the quick run left out, for a recheck on the corpus the quick run
 
 Judging is ``conformance run --command ADAPTER`` (the same runner, the same gate: any
 failed, errored, xpassed or not-run result kills the mutant), with the adapter's
-expected-failures file for the ports. On this shared 2-core machine the harness's own
+expected-failures file for the ports. An unsupported result kills it too: each
+unmutated engine supports every case of the corpus (its hello declares every op and
+level the corpus uses), so a mutant whose hello declares less than its engine's (the Go
+op table's ``Ops`` made empty, say) is told apart by the cases it no longer runs, where
+the plain gate would count them as unsupported and pass it. On this shared 2-core machine the harness's own
 start and corpus load cost more than the run, so when ``serve`` is running the judge
 hands the mutant to it over a Unix socket: one process keeps the corpus loaded and
 starts a fresh adapter process from the mutated copy for each mutant. Without the server
@@ -46,6 +50,10 @@ SLOW_CASES = ("structure/deep-chain-1000000",)
 CASE_TIMEOUT = 20.0
 #: Where the judging server listens.
 SOCKET = Path(os.environ.get("MUTATE_JUDGE_SOCKET", ROOT / "build" / "mutate" / "judge.sock"))
+#: The address space a native port's mutant may use (prlimit --as): the unmutated Rust and Go adapters run
+#: the whole corpus, the million-node chain included, in it; a mutant whose memory grows with the number of
+#: passes (survivors/many-passes-on-one-graph) runs out of it instead of slowing down the shared machine.
+MEMORY_LIMIT = 1 << 30
 #: Each port's expected-failures file (the reference has none).
 EXPECTED = {
     "rust": ROOT / "adapters" / "rust" / "expected-failures.toml",
@@ -62,10 +70,15 @@ def adapter_command(engine: str, source: Path, adapter: Optional[str] = None) ->
         # before the editable install); the harness, a separate process, keeps the real one.
         return ["env", f"PYTHONPATH={source}", "PYTHONDONTWRITEBYTECODE=1", sys.executable, "-m", "conformance.reference_adapter"]
     if engine == "rust":
-        return [str(source / "target" / "release" / "scalar-adapter")]
+        return limited(source / "target" / "release" / "scalar-adapter")
     if engine == "go":
-        return [str(source / "bin" / "adapter")]
+        return limited(source / "bin" / "adapter")
     raise SystemExit(f"judge.py: unknown engine {engine!r} (reference, rust or go)")
+
+
+def limited(binary: Path) -> list[str]:
+    """The command that starts a native adapter with at most ``MEMORY_LIMIT`` bytes of address space."""
+    return ["prlimit", f"--as={MEMORY_LIMIT}", "--", str(binary)]
 
 
 def build(engine: str, source: Path, adapter: Optional[str] = None) -> bool:
@@ -95,8 +108,13 @@ def judge_by_command(engine: str, source: Path, selection: str, adapter: Optiona
         for line in listing.splitlines():
             if line.strip() and (line.split()[0] in SLOW_CASES) == (selection == "slow"):
                 command += ["--case", line.split()[0]]
+    report = source / "judge-report.json"
+    command += ["--json", str(report)]
     # The adapter runs in the mutated copy: `python -m` puts its folder first on sys.path.
-    return 1 if subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode else 0
+    if subprocess.run(command, cwd=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+        return 1
+    # Every unmutated engine supports every case: an unsupported one is a hello that declares less.
+    return 1 if any(adapter["unsupported"] for adapter in json.loads(report.read_text())["adapters"]) else 0
 
 
 def judge(engine: str, source: Path, selection: str, adapter: Optional[str] = None) -> int:
@@ -159,18 +177,22 @@ class _Server(socketserver.UnixStreamServer):
             run = run_adapter(engine, transport, fixtures, self.expected.get(engine, []), on_result=_stop_at_failure)
         finally:
             transport.close()
-        return 1 if run.unexpected or run.interrupted else 0
+        return 1 if run.unexpected or run.interrupted or any(result.outcome in KILLING for result in run.results) else 0
 
 
 class _Killed(KeyboardInterrupt):
     """The first result that fails the gate: the verdict is known, the rest of the corpus need not run."""
 
 
+#: The outcomes that kill a mutant besides the runner's unexpected ones: each unmutated engine supports every case.
+KILLING = ("unsupported",)
+
+
 def _stop_at_failure(results: list[Any]) -> None:
-    """End the run at the first unexpected result (a mutant that breaks the adapter would restart it per case)."""
+    """End the run at the first result that kills the mutant (one that breaks the adapter would restart it per case)."""
     from conformance.runner import UNEXPECTED
 
-    if any(result.outcome in UNEXPECTED for result in results):
+    if any(result.outcome in UNEXPECTED or result.outcome in KILLING for result in results):
         raise _Killed("killed")
 
 

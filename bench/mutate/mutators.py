@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from judge import MEMORY_LIMIT
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BUILD = ROOT / "build" / "mutate"
@@ -57,6 +59,7 @@ def env_for_tools() -> dict[str, str]:
         MUTATE_PYTHON=sys.executable,
         MUTATE_JUDGE=str(HERE / "judge.py"),
         MUTATE_BRIDGE=str(HERE / "bridge.py"),
+        MUTATE_MEMORY_LIMIT=str(MEMORY_LIMIT),
         GOFLAGS="-p=1",
         GOMAXPROCS="1",
     )
@@ -107,8 +110,11 @@ def fresh_copy(engine: str, destination: Path) -> Path:
     return destination
 
 
-def run_tool(engine: str) -> None:
-    """Run the engine's mutation tool over a fresh copy, every mutant judged by the quick corpus run."""
+def run_tool(engine: str, rust_files: Optional[tuple[str, ...]] = None) -> None:
+    """Run the engine's mutation tool over a fresh copy, every mutant judged by the quick corpus run.
+
+    ``rust_files`` narrows cargo-mutants to some of ``RUST_FILES`` (default: all of them).
+    """
     env = env_for_tools()
     if engine == "reference":
         source = fresh_copy("reference", BUILD / "reference-src")
@@ -126,7 +132,7 @@ def run_tool(engine: str) -> None:
         subprocess.run([cosmic_ray, "exec", str(config), str(session)], cwd=source, check=True, env=env)
     elif engine == "rust":
         source = fresh_copy("rust", BUILD / "rust-src")
-        files = [arg for name in RUST_FILES for arg in ("-f", f"src/{name}")]
+        files = [arg for name in (rust_files or RUST_FILES) for arg in ("-f", f"src/{name}")]
         shutil.rmtree(BUILD / "rust-out", ignore_errors=True)
         command = ["cargo", "mutants", "-d", str(source), "-o", str(BUILD / "rust-out"), "-j", "1", *files]
         command += ["--minimum-test-timeout", "60", "--", "--test", "corpus"]

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/mutate/run.py [--engine reference|rust|go ...] [--collect-only] [--no-fuzz] [--json FILE]
+    python bench/mutate/run.py [--engine reference|rust|go ...] [--rust-file NAME ...] [--collect-only] [--no-fuzz] [--json FILE]
 
 For each engine: its mutation tool (``bench/mutate/mutators.py``) mutates a copy of the
 engine, and each mutant is judged by the corpus without the million-node chain
@@ -30,8 +30,8 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge import EXPECTED, SOCKET, adapter_command, judge  # noqa: E402
-from mutators import BUILD, HERE, ROOT, TOOLS_VENV, Mutant, fresh_copy, results, run_tool, setup  # noqa: E402
+from judge import EXPECTED, SOCKET, adapter_command, judge, limited  # noqa: E402
+from mutators import BUILD, HERE, ROOT, RUST_FILES, TOOLS_VENV, Mutant, fresh_copy, results, run_tool, setup  # noqa: E402
 
 from conformance.tomlfile import load_toml  # noqa: E402
 
@@ -76,11 +76,11 @@ def reproduce(mutant: Mutant) -> Optional[str]:
         build = ["cargo", "build", "--quiet", "-j", "1", "--bin", "scalar-adapter"]
         if subprocess.run(build, cwd=source, capture_output=True).returncode:
             return None
-        return str(source / "target" / "debug" / "scalar-adapter")
+        return shlex.join(limited(source / "target" / "debug" / "scalar-adapter"))
     apply_gremlin(source / str(recipe["file"]), int(str(recipe["line"])), int(str(recipe["column"])), str(recipe["type"]))
     if subprocess.run(["go", "build", "-o", "bin/adapter", "./cmd/adapter"], cwd=source, capture_output=True).returncode:
         return None
-    return str(source / "bin" / "adapter")
+    return shlex.join(limited(source / "bin" / "adapter"))
 
 
 #: gremlins' token replacements (its internal/engine/mappings.go), by mutation type.
@@ -206,6 +206,12 @@ def main() -> int:
         "--engine", action="append", choices=ENGINES, help="engine to mutate (default: each one whose toolchain is here)"
     )
     parser.add_argument("--collect-only", action="store_true", help="read the tools' last results, do not run them")
+    parser.add_argument(
+        "--rust-file",
+        action="append",
+        choices=RUST_FILES,
+        help="mutate only this file of the Rust port (repeatable; default: every one of RUST_FILES)",
+    )
     parser.add_argument("--no-fuzz", action="store_true", help="do not fuzz the survivors")
     parser.add_argument("--json", type=Path, default=BUILD / "report.json", help="where to write every mutant and verdict")
     args = parser.parse_args()
@@ -233,7 +239,7 @@ def main() -> int:
             if not args.collect_only:
                 print(f"== {engine}: mutating and judging each mutant by the corpus", flush=True)
                 (BUILD / f"{engine}.corpus").write_text(corpus_digest())  # the corpus the quick run sees
-                run_tool(engine)
+                run_tool(engine, tuple(args.rust_file or ()) or None)
             mutants = results(engine)
             print(f"== {engine}: rechecking the survivors on the whole corpus, then the default fuzz run", flush=True)
             judge_survivors(mutants, fuzz=not args.no_fuzz, equivalents=equivalents)

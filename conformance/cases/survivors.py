@@ -114,6 +114,33 @@ def huge_finite_results_and_derivatives() -> Case:
     )
 
 
+def accumulation_overflow_at_the_first_node_without_record() -> Case:
+    """A stored gradient overflows at the first node of the walk only, where no pass record is asked for."""
+    steps: list[dict[str, Any]] = [
+        {"id": "x", "op": "variable", "value": 1.0},
+        {"id": "c", "op": "constant", "value": 1.5},
+        {"id": "z", "op": "mul", "operands": ["x", "c"]},
+        {"op": "backward", "output": "z", "seed": 1e308},
+        {"id": "one", "op": "constant", "value": 1.0},
+        {"id": "y", "op": "mul", "operands": ["x", "one"]},
+        {"op": "backward", "output": "y", "seed": 1e308},
+        {"op": "backward", "output": "x", "seed": 1e308},
+    ]
+    return _case(
+        "survivors/accumulation-overflow-at-the-first-node-without-record",
+        "z = x * 1.5, backward from z with seed 1e308 leaves 1.5e308 stored in x; then backward from y = x * 1 and "
+        "from x itself, each with seed 1e308: only x's sum (2.5e308) overflows, and x is the first node of each walk "
+        "(the leaf the post-order places first; the output itself in the last pass), so each pass fails with "
+        "non-finite-accumulated-gradient and commits nothing while y's own sum is finite. Compared on values, "
+        "gradients and errors only, so the record-free fast path runs. Catches a walk that stops before the first "
+        "node of the topology and so never checks its sum (gremlins on adapters/go/autograd/backward.go sweep: "
+        "`k >= 0` as `k > 0`; the default fuzz run found it, the corpus did not).",
+        steps,
+        "accumulation_overflow_at_the_first_node_without_record",
+        levels=("values", "gradients", "errors"),
+    )
+
+
 def backward_as_the_tape_grows() -> Case:
     """backward after the tape has grown to 2, 4, 8 and 16 nodes: each pass's scratch space must cover the tape."""
     steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 1.0}]
@@ -136,6 +163,23 @@ def backward_as_the_tape_grows() -> Case:
     )
 
 
+def many_passes_on_one_graph() -> Case:
+    """26 backward passes from one leaf: an engine's per-pass bookkeeping must not grow with the number of passes."""
+    steps: list[dict[str, Any]] = [{"id": "x", "op": "variable", "value": 1.0}]
+    steps += [{"op": "backward", "output": "x"} for _ in range(26)]
+    return _case(
+        "survivors/many-passes-on-one-graph",
+        "x alone, and 26 backward passes from it: each adds 1, so x's gradient goes 1, 2, ... 26. The answers of an "
+        "engine whose stored-gradient array doubles on every pass instead of growing to the tape's length are the "
+        "same, but it allocates 2^26 floats by the last pass; bench/mutate/judge.py runs each mutant of a native "
+        "port with 1 GiB of address space (the unmutated ports run the whole corpus in it), so that one runs out of "
+        "memory here. Catches gremlins on adapters/go/autograd/graph.go syncGrads: `len(g.nodes) - len(g.grads)` as "
+        "`len(g.nodes) + len(g.grads)`.",
+        steps,
+        "many_passes_on_one_graph",
+    )
+
+
 def cases() -> list[Case]:
     """Every survivor case."""
     return [
@@ -144,4 +188,6 @@ def cases() -> list[Case]:
         large_finite_accumulation(),
         huge_finite_results_and_derivatives(),
         backward_as_the_tape_grows(),
+        accumulation_overflow_at_the_first_node_without_record(),
+        many_passes_on_one_graph(),
     ]

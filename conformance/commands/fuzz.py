@@ -188,6 +188,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"saved case {case.id}: {case_path}")
             print(f"generated fixture: {fixture_path}")
             print(f"re-run it: {_rerun(args, adapter.name, case.id, fixtures_dir)}")
+            if not divergence.records:
+                print(
+                    "note: this divergence shows only on the run that reads no pass record; the saved case is "
+                    "run with its pass records read (its levels include trace), so it may pass there"
+                )
     return 1
 
 

@@ -397,6 +397,7 @@ def _shrink_failures(
         return
     if not any(result.outcome == Outcome.FAILED for result in run.results):
         return
+    from ..diagnose import Diagnoser
     from ..reproduce import reproduce_run
 
     started = time.monotonic()
@@ -409,8 +410,10 @@ def _shrink_failures(
     log.note(f"{run.name}: shrinking each failure to a minimal reproducer (at most {budget:.0f} s; --no-shrink skips it)")
     by_id = {fixture.id: fixture for fixture in fixtures}
     try:
+        diagnoser = Diagnoser()
+        diagnoser.declare(run.handshake)
         run.reproducers, run.reproducer_notes = reproduce_run(
-            run.results, transport, by_id, run.handshake.profile, seconds=budget
+            run.results, transport, by_id, run.handshake.profile, seconds=budget, diagnoser=diagnoser
         )
     except AdapterFault as fault:  # the adapter died while shrinking: the run's results stand
         run.reproducer_notes = [f"shrinking stopped: {fault}"]

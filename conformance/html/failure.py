@@ -36,6 +36,8 @@ def first_difference(result: Result, fixture: Fixture, hello: Optional[Handshake
         return None
     profile = hello.profile if hello is not None else "contract"
     edges = hello is None or hello.trace == "full"
+    if hello is not None:
+        fixture = hello.view(fixture)
     found, _ = compare_level(fixture, list(result.observations), result.level, 1, profile=profile, edges=edges)
     return found[0] if found else None
 

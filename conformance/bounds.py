@@ -48,7 +48,7 @@ from reference.ops import OPS
 from .program import LEAF_OPS, Program, observed_ids
 from .protocol import Profile
 
-#: The ulp budget of a port's libm for exp, log, tanh and pow.
+#: The ulp budget of a port's libm for exp, log, tanh and pow, and of its sigmoid in the stable form.
 LIBM_ULPS = 4
 #: Under ``numeric``: how far another formula for one operation may land from the exact result.
 FORMULA_ULPS = 4

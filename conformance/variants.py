@@ -12,8 +12,8 @@ Contract-profile variants:
 - ``libm``: exp, log, tanh and pow from the platform's C library (glibc here), sigmoid from its exp in the stable form.
 - ``fma``: ``1 - t*t`` as one fused multiply-add, and backward's ``pass + upstream * local``
   fused too. The contract allows the fused sum only where a case is not compared exactly,
-  so under ``contract`` this port fuses its sums in every program that uses exp, log, tanh
-  or pow (never an exact case) and rounds the product elsewhere.
+  so under ``contract`` this port fuses its sums in every program that uses exp, log, tanh,
+  sigmoid or pow (never an exact case) and rounds the product elsewhere.
 - ``reversed-sums`` and ``shuffled-sums``: every pass adjoint sums its contributions in
   reverse processing order, or in a seeded random order. Their edge records then hold
   other ``before``/``after`` partial sums, so they do not declare ``order``; and near the

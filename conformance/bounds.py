@@ -1,8 +1,8 @@
 """Error bounds for every compared float of a program, derived by interval evaluation.
 
 A fixture records the contract's value of every float a step observes (docs/fixtures.md).
-A correct port may still compute a slightly different float: its exp, log, tanh and pow
-come from a libm that is not correctly rounded, its compiler may fuse a product and a sum
+A correct port may still compute a slightly different float: its exp, log, tanh, sigmoid and
+pow come from a libm that is not correctly rounded, its compiler may fuse a product and a sum
 into one fused multiply-add, and it may add three or more contributions in another order.
 Under the ``numeric`` profile (engines not written from the contract, docs/contract.md
 section 9) it may also use any algebraically equal formula for a value, a local
@@ -19,7 +19,8 @@ distance from the contract's value to an end of its interval: a port's value agr
 The budgets are stated once, here, and in docs/contract.md section 9:
 
 - ``LIBM_ULPS``: a port's exp, log, tanh and pow are within this many ulps of the true
-  function value at the port's own operand (glibc documents at most 1 to 2 ulps for them).
+  function value at the port's own operand (glibc documents at most 1 to 2 ulps for them);
+  so is its sigmoid, one exp, one add and one division in the stable form (at most about 3).
 - Fused multiply-add wherever the contract has a product followed by a sum: ``1 - t*t``
   for tanh, and ``pass + upstream * local`` in backward. A contribution that enters a sum
   is therefore taken as the exact product, anywhere in ``[down(c), up(c)]``.
@@ -30,7 +31,7 @@ The budgets are stated once, here, and in docs/contract.md section 9:
   contribution may come from another formula within this many ulps of the exact result on
   the engine's own operands (``-g*x/y**2`` for div, an accurate sech^2 for tanh, ...).
 
-Under ``contract`` the IEEE-exact operations (add, sub, mul, div, neg, relu) applied to
+Under ``contract`` the IEEE-exact operations (add, sub, mul, div, neg, relu, sqrt) applied to
 values that every port has exactly (leaves, seeds, and results of such operations on them)
 give the contract's bits: their bound is 0.
 """
@@ -41,13 +42,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from reference.crmath import cr_exp, cr_log, cr_pow, cr_tanh
+from reference.crmath import cr_exp, cr_log, cr_pow, cr_sigmoid, cr_tanh, ieee_sqrt
 from reference.ops import OPS
 
 from .program import LEAF_OPS, Program, observed_ids
 from .protocol import Profile
 
-#: The ulp budget of a port's libm for exp, log, tanh and pow.
+#: The ulp budget of a port's libm for exp, log, tanh and pow, and of its sigmoid in the stable form.
 LIBM_ULPS = 4
 #: Under ``numeric``: how far another formula for one operation may land from the exact result.
 FORMULA_ULPS = 4
@@ -153,6 +154,14 @@ class _Interval:
         if any(math.isnan(q) for q in quotients):
             return _hull(v, *_UNBOUNDED)
         return _hull(v, _down(min(quotients)), _up(max(quotients))).widened(self.formula_steps)
+
+    def sqrt(self, a: Quantity, v: float) -> Quantity:
+        """The IEEE square root: exact on a point (under contract), else the root's range, one ulp outward."""
+        if a.is_point and not self.numeric:
+            return Quantity.point(v)
+        if a.lo < 0.0:
+            return _hull(v, *_UNBOUNDED)  # the port's operand may be negative: its root is nan
+        return _hull(v, _down(ieee_sqrt(a.lo)), _up(ieee_sqrt(a.hi))).widened(self.formula_steps)
 
     def scale(self, c: float, a: Quantity, v: float) -> Quantity:
         """``c * a`` for a constant ``c``."""
@@ -287,6 +296,9 @@ class _Replay:
         if op == "div":
             r = iv.div(a, operands[1], v)
             return r, (iv.div(one, operands[1], d[0]), self._negated(iv.div(r, operands[1], -d[1])))
+        if op == "sqrt":
+            r = iv.sqrt(a, v)
+            return r, (iv.div(Quantity.point(0.5), r, d[0]),)
         if self._exact_special(op, a, c):
             return self._special(op, a, c, v, d)
         if op == "exp":
@@ -299,6 +311,9 @@ class _Replay:
         if op == "tanh":
             t = iv.libm(v, [cr_tanh(a.lo), cr_tanh(a.hi)], low=-1.0, high=1.0)
             return t, (self._one_minus_square(t, d[0]),)
+        if op == "sigmoid":
+            s = iv.libm(v, [cr_sigmoid(a.lo), cr_sigmoid(a.hi)], low=0.0, high=1.0)
+            return s, (self._one_minus_times(s, d[0]),)
         if op == "pow":
             assert c is not None
             r = iv.libm(v, _pow_ends(a, c))
@@ -351,6 +366,15 @@ class _Replay:
         lo = _down(1.0 - _up(large * large))
         hi = _up(1.0 - _down(small * small))
         return _hull(v, max(lo, 0.0), hi).widened(self.iv.formula_steps)
+
+    def _one_minus_times(self, s: Quantity, v: float) -> Quantity:
+        """``s * (1 - s)`` with s anywhere in its interval, each of the two operations rounded once."""
+        if not s.bounded:
+            return _hull(v, *_UNBOUNDED)
+        # x * (1 - x) rises up to x = 0.5 and falls after it: its extremes are at the ends and at 0.5.
+        points = [s.lo, s.hi] + ([0.5] if s.lo < 0.5 < s.hi else [])
+        products = [x * (1.0 - x) for x in points]
+        return _hull(v, _down(min(products), 3), _up(max(products), 3)).widened(self.iv.formula_steps)
 
     # -- backward ------------------------------------------------------------------------
 

@@ -48,6 +48,8 @@ WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]
     "log": lambda a, r, c: (a[0],),
     "tanh": lambda a, r, c: (1.0 - r,),
     "relu": lambda a, r, c: (1.0,),
+    "sigmoid": lambda a, r, c: (a[0] * (1.0 - a[0]),),
+    "sqrt": lambda a, r, c: (ieee_div(1.0, r),),
 }
 
 
@@ -77,6 +79,8 @@ class Bug(StrEnum):
     WRONG_DERIVATIVE_LOG = "wrong-derivative-log"
     WRONG_DERIVATIVE_TANH = "wrong-derivative-tanh"
     WRONG_DERIVATIVE_RELU = "wrong-derivative-relu"
+    WRONG_DERIVATIVE_SIGMOID = "wrong-derivative-sigmoid"
+    WRONG_DERIVATIVE_SQRT = "wrong-derivative-sqrt"
     DIV_BY_RECIPROCAL = "div-by-reciprocal"
     DIV_DERIVATIVE_SQUARED = "div-derivative-squared"
     POW_DERIVATIVE_AT_C_0 = "pow-derivative-at-c-0"

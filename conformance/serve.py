@@ -27,7 +27,8 @@ from .protocol import PROTOCOL_VERSION, Observation, Result, decode_run_request,
 from .wire import dumps_line, loads
 
 #: Each op as Python spells it on an operator-overloading engine's values: the operator for add, sub, mul, div
-#: and neg, the method of the same name for exp, log, tanh, relu and detach (pow takes its exponent apart).
+#: and neg, the method of the same name for exp, log, tanh, relu, sigmoid, sqrt and detach (pow takes its exponent
+#: apart).
 #: The wrappers of micrograd, micrograd-rust, tinygrad, torch and autograd start from it.
 PYTHON_OPS: dict[str, Callable[..., Any]] = {
     "add": operator.add,
@@ -35,7 +36,7 @@ PYTHON_OPS: dict[str, Callable[..., Any]] = {
     "mul": operator.mul,
     "div": operator.truediv,
     "neg": operator.neg,
-    **{name: operator.methodcaller(name) for name in ("exp", "log", "tanh", "relu", "detach")},
+    **{name: operator.methodcaller(name) for name in ("exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach")},
 }
 
 #: From a program to one observation per step: typed, or plain data in the wire's shape. A function of two

@@ -9,11 +9,11 @@ bench/bounds_check.py).
 
 Contract-profile variants:
 
-- ``libm``: exp, log, tanh and pow from the platform's C library (glibc here).
+- ``libm``: exp, log, tanh and pow from the platform's C library (glibc here), sigmoid from its exp in the stable form.
 - ``fma``: ``1 - t*t`` as one fused multiply-add, and backward's ``pass + upstream * local``
   fused too. The contract allows the fused sum only where a case is not compared exactly,
-  so under ``contract`` this port fuses its sums in every program that uses exp, log, tanh
-  or pow (never an exact case) and rounds the product elsewhere.
+  so under ``contract`` this port fuses its sums in every program that uses exp, log, tanh,
+  sigmoid or pow (never an exact case) and rounds the product elsewhere.
 - ``reversed-sums`` and ``shuffled-sums``: every pass adjoint sums its contributions in
   reverse processing order, or in a seeded random order. Their edge records then hold
   other ``before``/``after`` partial sums, so they do not declare ``order``; and near the
@@ -52,6 +52,7 @@ import gmpy2
 
 from reference.crmath import ieee_div
 from reference.errors import NonFiniteContribution, NonFinitePassAdjoint, NonFiniteSeed, UntrackedOutput
+from reference.ops import IEEE_EXACT_OPS, OPS
 
 from .mutants import MutantEngine, _Node
 from .program import DECLARABLE_OPS, Program
@@ -87,6 +88,15 @@ def _libm(function: Callable[..., float]) -> Callable[..., float]:
 
 #: The platform's exp, log, tanh and pow (glibc here), with IEEE results where Python's math raises.
 LIBM_EXP, LIBM_LOG, LIBM_TANH, LIBM_POW = (_libm(f) for f in (math.exp, math.log, math.tanh, math.pow))
+
+
+def libm_sigmoid(a: float) -> float:
+    """sigmoid(a) from the platform's exp in the stable form the ports use (docs/contract.md section 4):
+    ``1 / (1 + exp(-a))`` for a >= 0, ``e / (1 + e)`` with ``e = exp(a)`` below 0."""
+    if a >= 0.0:
+        return 1.0 / (1.0 + LIBM_EXP(-a))
+    e = LIBM_EXP(a)
+    return e / (1.0 + e)
 
 
 #: Variant name -> (its profile, the allowances it takes).
@@ -144,7 +154,7 @@ class VariantEngine(MutantEngine):
 
     def run(self, program: Program, records: bool = True) -> list[Observation]:
         """Observe a program, fusing backward's sums where this variant's profile allows it."""
-        inexact = any(step.op in ("exp", "log", "tanh", "pow") for step in program)
+        inexact = any(step.op not in IEEE_EXACT_OPS for step in program if step.id is not None and step.op in OPS)
         self._fuse_sums = "fma" in self.takes and (self.profile == "numeric" or inexact)
         return super().run(program, records)
 
@@ -170,6 +180,9 @@ class VariantEngine(MutantEngine):
                 return r, (r,)
             if op == "log":
                 return LIBM_LOG(a), (ieee_div(1.0, a),)
+            if op == "sigmoid":
+                r = libm_sigmoid(a)
+                return r, (r * (1.0 - r),)
             if op == "pow":
                 assert exponent is not None
                 r = LIBM_POW(a, exponent)

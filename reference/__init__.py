@@ -2,8 +2,8 @@
 
 Its semantics are the contract of docs/contract.md: every other engine is compared
 with what this one computes. Build graphs with ``variable`` and ``constant``,
-combine nodes with the op methods (add sub mul div neg pow exp log tanh relu)
-or Python operators, call ``backward`` for a pass record and ``zero_grad`` to
+combine nodes with the op methods (add sub mul div neg pow exp log tanh relu
+sigmoid sqrt) or Python operators, call ``backward`` for a pass record and ``zero_grad`` to
 reset stored gradients.
 """
 

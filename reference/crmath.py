@@ -1,6 +1,6 @@
 """Correctly rounded binary64 math for the reference engine.
 
-exp, log, tanh and pow are evaluated by MPFR (through gmpy2) in an IEEE double
+exp, log, tanh, sigmoid and pow are evaluated by MPFR (through gmpy2) in an IEEE double
 context with subnormals, so every platform produces the same bits and fixture
 files are byte-identical wherever they are generated (docs/contract.md section 4).
 
@@ -32,6 +32,33 @@ def cr_log(a: float) -> float:
 def cr_tanh(a: float) -> float:
     """tanh(a), correctly rounded."""
     return float(_IEEE_DOUBLE.tanh(a))
+
+
+def cr_sigmoid(a: float) -> float:
+    """1 / (1 + e**-a), correctly rounded; a subnormal or +0.0 for very negative a, 1.0 for large a.
+
+    MPFR has no sigmoid, so the expression is evaluated with 256 bits and then 512 bits and no
+    exponent limit, each rounded once to binary64 (subnormals included); the two agree unless the
+    true value is within 2**-200 of a rounding boundary, and the loop doubles the precision until
+    they do (Ziv's strategy).
+    """
+    precision = 256
+    while True:
+        low, high = (_sigmoid_at(a, bits) for bits in (precision, 2 * precision))
+        if low == high or (math.isnan(low) and math.isnan(high)):
+            return high
+        precision *= 2
+
+
+def _sigmoid_at(a: float, precision: int) -> float:
+    with gmpy2.context(precision=precision, emax=2**30, emin=-(2**30)):
+        exact = 1 / (1 + gmpy2.exp(-gmpy2.mpfr(a)))
+    return float(_IEEE_DOUBLE.plus(exact))
+
+
+def ieee_sqrt(a: float) -> float:
+    """The IEEE square root (correctly rounded on every platform): sqrt(-0.0) is -0.0, nan for a negative argument."""
+    return math.sqrt(a) if a >= 0.0 or math.isnan(a) else math.nan
 
 
 def cr_pow(a: float, c: float) -> float:

@@ -115,6 +115,14 @@ class Node:
         """self if self > 0 else +0.0."""
         return apply("relu", (self,))
 
+    def sigmoid(self) -> "Node":
+        """The logistic function of self, 1 / (1 + e ** -self)."""
+        return apply("sigmoid", (self,))
+
+    def sqrt(self) -> "Node":
+        """The square root of self."""
+        return apply("sqrt", (self,))
+
     def detach(self) -> "Node":
         """An untracked leaf with this node's value and no edge to it."""
         return Node(self.value, "detached")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .crmath import cr_exp, cr_log, cr_pow, cr_tanh, ieee_div
+from .crmath import cr_exp, cr_log, cr_pow, cr_sigmoid, cr_tanh, ieee_div, ieee_sqrt
 
 #: A rule maps operand values (plus the exponent for pow) to (value, local derivatives).
 Rule = Callable[..., tuple[float, tuple[float, ...]]]
@@ -88,6 +88,18 @@ def _relu(a: float) -> tuple[float, tuple[float, ...]]:
     return 0.0, (0.0,)
 
 
+def _sigmoid(a: float) -> tuple[float, tuple[float, ...]]:
+    s = cr_sigmoid(a)
+    # d(sigmoid a)/da = s * (1 - s), from the rounded s: first 1 - s, then the product
+    return s, (s * (1.0 - s),)
+
+
+def _sqrt(a: float) -> tuple[float, tuple[float, ...]]:
+    r = ieee_sqrt(a)
+    # d(sqrt a)/da = 1 / (2 sqrt a), written 0.5 / r from the rounded root (+-inf at +-0, nan below 0)
+    return r, (ieee_div(0.5, r),)
+
+
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
@@ -101,13 +113,15 @@ OPS: dict[str, Op] = {
         Op("log", 1, False, _log),
         Op("tanh", 1, False, _tanh),
         Op("relu", 1, False, _relu),
+        Op("sigmoid", 1, False, _sigmoid),
+        Op("sqrt", 1, False, _sqrt),
     )
 }
 """Every operation of the contract, keyed by name, in the contract's order."""
 
 #: Operations whose value and derivatives are single IEEE-exact operations
 #: (correctly rounded by every conforming platform without a libm).
-IEEE_EXACT_OPS = frozenset({"add", "sub", "mul", "div", "neg", "relu"})
+IEEE_EXACT_OPS = frozenset({"add", "sub", "mul", "div", "neg", "relu", "sqrt"})
 
 #: Leaf constructors, as named in programs and pass records.
 LEAF_OPERATIONS = ("variable", "constant", "detached")

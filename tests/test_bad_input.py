@@ -23,8 +23,8 @@ BAD_PROGRAMS = [
         "step 1 (x): field 'id': id 'x' is already used",
     ),
     (
-        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "sqrt", "operands": ["x"]}],
-        "step 1: field 'op': unknown operation 'sqrt'",
+        [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "cbrt", "operands": ["x"]}],
+        "step 1: field 'op': unknown operation 'cbrt'",
     ),
     (
         [{"id": "x", "op": "variable", "value": 1}, {"id": "y", "op": "pow", "operands": ["x"], "exponent": "inf"}],

@@ -9,9 +9,12 @@ import jsonschema
 import pytest
 
 from conformance.fixture import FIXTURES_DIR, fixture_paths, load_corpus, schema_path
+from conformance.fixture_schema import fixture_schema_text
 from conformance.generate import all_cases, compare, generate
+from conformance.program import DECLARABLE_OPS
 from conformance.wire import loads
 from reference import ERROR_KINDS
+from reference.ops import IEEE_EXACT_OPS, OPS
 
 CORPUS = load_corpus()
 
@@ -41,7 +44,7 @@ def test_every_case_id_is_its_path_and_the_schema_file_is_not_a_case():
 
 def test_the_corpus_covers_every_op_and_every_error_kind():
     ops = {op for fixture in CORPUS for op in fixture.ops}
-    assert ops == {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"}
+    assert ops == set(DECLARABLE_OPS)
     kinds = {obs.error.kind for fixture in CORPUS for obs in fixture.expected if obs.error is not None}
     assert kinds == set(ERROR_KINDS)
 
@@ -88,7 +91,7 @@ def test_the_corpus_has_the_required_shapes():
 def test_exact_policy_is_only_used_for_ieee_exact_ops():
     for fixture in CORPUS:
         if fixture.comparison.mode == "exact":
-            assert not set(fixture.ops) & {"exp", "log", "tanh", "pow"}, fixture.id
+            assert set(fixture.ops) <= {*IEEE_EXACT_OPS, "detach"}, fixture.id
 
 
 def test_the_fan_out_case_has_a_thousand_unmerged_edges_and_is_still_exact():
@@ -111,3 +114,19 @@ def test_error_cases_fail_at_a_single_point(fixture):
     for obs in fixture.expected:
         if obs.error is not None and obs.error.kind in ("non-finite-contribution", "non-finite-pass-adjoint"):
             assert {"consumer", "operand", "node"} & set(obs.error.fields())
+
+
+def test_the_fixture_schema_is_the_one_regen_makes_from_the_op_table():
+    # fixtures/fixture.schema.json is generated (conformance.fixture_schema), so a new op reaches it without a hand
+    # edit; its step shapes follow each op's arity and exponent in reference.ops.OPS.
+    assert schema_path().read_text(encoding="utf-8") == fixture_schema_text()
+    schema = json.loads(schema_path().read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    steps = jsonschema.Draft202012Validator({**schema["$defs"]["step"], "$defs": schema["$defs"]})
+    for name, op in OPS.items():
+        step: dict[str, object] = {"id": "r", "op": name, "operands": ["a"] * op.arity}
+        if op.takes_exponent:
+            step["exponent"] = 2.0
+        assert steps.is_valid(step), name
+        assert not steps.is_valid({**step, "operands": ["a"] * (op.arity + 1)}), name
+    assert not steps.is_valid({"id": "r", "op": "cbrt", "operands": ["a"]})

@@ -37,6 +37,7 @@ from conformance.program import DECLARABLE_OPS, parse_program
 from conformance.protocol import LEVELS, observations_from_data
 from conformance.strategies import programs
 from conformance.transport import AdapterFault, DirectTransport, Handshake, SubprocessTransport
+from reference.ops import IEEE_EXACT_OPS, OPS
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ADAPTER = [sys.executable, str(ROOT / "adapters" / "python" / "adapter.py")]
@@ -117,7 +118,7 @@ def test_within_three_seeds_of_1000_examples_the_fuzzer_finds_every_bug_of_the_c
     # fuzzer is not needed for it.
     # A lost sign of zero shows only where a program compares exactly, i.e. uses IEEE-exact ops
     # alone (docs/contract.md, comparison.tolerance): fuzzing for it means leaving the others out.
-    exclude = ["exp", "log", "tanh", "pow"] if bug in ("relu-keeps-negative-zero", "signed-zero-lost") else None
+    exclude = sorted(set(OPS) - IEEE_EXACT_OPS) if bug in ("relu-keeps-negative-zero", "signed-zero-lost") else None
     # Some bugs need two checks to fail in one backward (accumulation-checked-first) or a rare
     # pair of values (only-slot-0-checked); hypothesis' stream also varies with what ran before
     # in the process, so a bug gets up to three seeds of 1000 examples each.
@@ -243,13 +244,31 @@ def test_a_divergence_by_a_bug_the_expected_failures_name_is_known_counted_once_
     assert "no other divergence in 150 example(s)" in out and "DIVERGENCE" not in out
 
 
+class KnownFirstTransport(TwoBugTransport):
+    """TwoBugTransport whose tanh bug stays latent until it has answered a program on which the ignored seed diverges.
+
+    So the known bug is met before the new one whatever hypothesis draws first: which program comes first
+    changes with the op table and the strategy (adding sigmoid and sqrt put a tanh program first at seed 0).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.known_shown = False
+
+    def run(self, case, program, records=True):
+        if not self.known_shown:
+            self.known_shown = examine(MutantTransport("seed-ignored"), program, LEVELS) is not None
+            return self.seed.run(program)
+        return super().run(case, program, records)
+
+
 def test_a_known_bug_does_not_hide_a_new_one():
     known = [Expected("seed/*", "*", "the seed is ignored on purpose", bug="seed-ignored")]
-    result = fuzz(TwoBugTransport(), examples=400, seed=0, expected=known)
+    result = fuzz(KnownFirstTransport(), examples=400, seed=0, expected=known)
     assert set(result.known) == {"seed-ignored"} and result.known_programs > 0
     assert result.divergence is not None and result.divergence.diagnosis[0] == BUGS["wrong-derivative-tanh"]
     both = [*known, Expected("ops/tanh/*", "*", "tanh on purpose", bug="wrong-derivative-tanh")]
-    result = fuzz(TwoBugTransport(), examples=400, seed=0, expected=both)
+    result = fuzz(KnownFirstTransport(), examples=400, seed=0, expected=both)
     assert result.divergence is None and result.examples == 400
     assert set(result.known) == {"seed-ignored", "wrong-derivative-tanh"}
 

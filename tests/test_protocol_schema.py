@@ -88,7 +88,7 @@ def test_every_reply_of_a_built_in_adapter_matches_the_schema(name):
                 "type": "hello",
                 "protocol": 2,
                 "engine": {"name": "e", "version": "0", "language": "c"},
-                "ops": ["sqrt"],
+                "ops": ["cbrt"],
                 "levels": [],
             },
             "ops",

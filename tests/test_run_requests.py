@@ -68,7 +68,7 @@ EDITS: list[tuple[str, Any]] = [
     ("id", ""),
     ("id", "x"),
     ("id", "y[1]"),
-    ("op", "sqrt"),
+    ("op", "cbrt"),
     ("op", "add"),
     ("op", "detach"),
     ("op", "zero_grad"),

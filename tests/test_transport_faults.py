@@ -79,7 +79,7 @@ def test_a_crash_shows_the_tail_of_stderr():
     [
         ("exit-before-handshake", "exited with status 3 during the handshake"),
         ("wrong-version", "wrong protocol version: the adapter speaks 99, the harness speaks 2"),
-        ("bad-hello", "hello: field 'ops': unknown 'sqrt'"),
+        ("bad-hello", "hello: field 'ops': unknown 'cbrt'"),
     ],
 )
 def test_a_handshake_fault_errors_every_case_without_hanging(fault, message):
@@ -400,7 +400,7 @@ def test_a_hello_with_several_bad_fields_names_every_one():
     assert message.startswith("hello: ")
     for problem in (
         "at $.engine: Object missing required field `language`",
-        "field 'ops': unknown 'sqrt'",
+        "field 'ops': unknown 'cbrt'",
         "field 'levels': unknown 'grads'",
         "field 'trace': 'edges' is not one of 'full', 'nodes'",
     ):

@@ -12,8 +12,9 @@ from ..program import parse_program
 from .case import Case
 
 #: Every op at ordinary points and at its edges: (op, label, operand values, exponent).
-#: The ``libm-rounding`` points are inputs where glibc's exp, log, tanh or pow is not
-#: correctly rounded: they show that a libm port passes inside the tolerance.
+#: The ``libm-rounding`` points are inputs where glibc's exp, log, tanh or pow (or sigmoid in the
+#: stable form from glibc's exp) is not correctly rounded: they show that a libm port passes inside
+#: the tolerance. sigmoid's ``saturation-rounding`` is one too: 1 - 2**-53 where the stable form gives 1.0.
 OP_POINTS: list[tuple[str, str, tuple[float, ...], Optional[float]]] = [
     ("add", "ordinary", (2.0, 3.0), None),
     ("add", "rounding", (0.1, 0.2), None),
@@ -69,6 +70,21 @@ OP_POINTS: list[tuple[str, str, tuple[float, ...], Optional[float]]] = [
     ("relu", "negative", (-1.5,), None),
     ("relu", "zero", (0.0,), None),
     ("relu", "negative-zero", (-0.0,), None),
+    ("sigmoid", "ordinary", (0.5,), None),
+    ("sigmoid", "zero", (0.0,), None),
+    ("sigmoid", "negative-zero", (-0.0,), None),
+    ("sigmoid", "negative", (-3.0,), None),
+    ("sigmoid", "libm-rounding", (2.0,), None),
+    ("sigmoid", "saturation-rounding", (37.0,), None),
+    ("sigmoid", "saturated", (40.0,), None),
+    ("sigmoid", "large-negative", (-40.0,), None),
+    ("sigmoid", "subnormal-result", (-740.0,), None),
+    ("sigmoid", "underflow-to-zero", (-746.0,), None),
+    ("sqrt", "ordinary", (2.0,), None),
+    ("sqrt", "perfect-square", (6.25,), None),
+    ("sqrt", "one", (1.0,), None),
+    ("sqrt", "subnormal", (5e-324,), None),
+    ("sqrt", "huge", (1e308,), None),
 ]
 
 
@@ -87,6 +103,8 @@ OP_CATCHES: dict[str, tuple[str, ...]] = {
     "ops/exp/ordinary": ("wrong-derivative-exp",),
     "ops/log/ordinary": ("wrong-derivative-log",),
     "ops/tanh/ordinary": ("wrong-derivative-tanh",),
+    "ops/sigmoid/ordinary": ("wrong-derivative-sigmoid",),
+    "ops/sqrt/ordinary": ("wrong-derivative-sqrt",),
 }
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from reference.ops import OPS
+
 from ..program import parse_program
 from .case import Case
 
@@ -116,7 +118,8 @@ def position_cases() -> list[Case]:
     ]
 
 
-_BINARY = ("add", "sub", "mul", "div")
+#: The binary ops of the op table, in its order (add, sub, mul, div).
+_BINARY = tuple(name for name, op in OPS.items() if op.arity == 2)
 #: One node of each operand kind: tracked, constant, detached copy, untracked op result.
 _KINDS = {"tracked": ("x", "y"), "constant": ("c", "c"), "detached": ("d", "d"), "untracked-result": ("u", "u")}
 
@@ -197,7 +200,8 @@ def value_class_cases() -> list[Case]:
     ]
 
 
-_UNARY = ("neg", "exp", "log", "tanh", "relu", "pow")
+#: The unary ops of the op table, in its order (pow with exponent 2): every op gets its special-operands case.
+_UNARY = tuple(name for name, op in OPS.items() if op.arity == 1)
 
 
 def op_form_cases() -> list[Case]:
@@ -211,7 +215,7 @@ def op_form_cases() -> list[Case]:
             pairs = [[name, "b"], ["b", name]] if op in _BINARY else [[name]]
             for slot, operands in enumerate(pairs):
                 step: dict[str, Any] = {"id": f"r-{name}-{slot}", "op": op, "operands": operands}
-                if op == "pow":
+                if OPS[op].takes_exponent:
                     step["exponent"] = 2.0
                 steps.append(step)
         cases.append(

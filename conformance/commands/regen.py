@@ -1,4 +1,4 @@
-"""``conformance regen [--check]``: write the canonical fixtures and the protocol schema, or check they are current.
+"""``conformance regen [--check]``: write the canonical fixtures and the two schemas, or check they are current.
 
 In the kit's checkout it writes (or checks) the repository's ``fixtures/``.
 In an installed kit ``--check`` proves that the corpus shipped in the package
@@ -25,7 +25,8 @@ from ..contract import docs_dir
 from ..corpora import KIT_WORD
 from ..errors import UsageError
 from ..files import refuse_installed_package, write_atomic
-from ..fixture import FIXTURES_DIR, in_checkout
+from ..fixture import FIXTURES_DIR, SCHEMA_NAME, in_checkout
+from ..fixture_schema import fixture_schema_text
 from ..generate import all_cases, compare, generate, load_own_cases, write
 from ..protocol import protocol_schema
 
@@ -112,15 +113,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _schema(check_only: bool) -> bool:
-    """Check (or, in the checkout, write) docs/protocol.schema.json; False when it is stale."""
-    path = docs_dir() / SCHEMA_FILE
-    text = schema_text()
-    current = path.read_text(encoding="utf-8") if path.exists() else None
-    if current == text:
-        return True
-    if check_only:
-        print(f"{'stale' if current else 'missing'}: {path} (the protocol schema); run `conformance regen` and commit")
-        return False
-    write_atomic(path, text)
-    print(f"wrote {path}")
-    return True
+    """Check (or, in the checkout, write) the two generated schemas; False when one is stale.
+
+    docs/protocol.schema.json comes from the message types, fixtures/fixture.schema.json from
+    the op table and the kit's other tables (conformance.fixture_schema).
+    """
+    fresh = True
+    for path, text, what in (
+        (docs_dir() / SCHEMA_FILE, schema_text(), "the protocol schema"),
+        (FIXTURES_DIR / SCHEMA_NAME, fixture_schema_text(), "the fixture schema"),
+    ):
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        if check_only:
+            print(f"{'stale' if current else 'missing'}: {path} ({what}); run `conformance regen` and commit")
+            fresh = False
+            continue
+        write_atomic(path, text)
+        print(f"wrote {path}")
+    return fresh

@@ -75,7 +75,7 @@ def main():
                 os.close(1)
                 continue
             if fault == "bad-hello-many":
-                bad = {**HELLO, "ops": ["add", "sqrt"], "levels": ["values", "grads"], "trace": "edges"}
+                bad = {**HELLO, "ops": ["add", "cbrt"], "levels": ["values", "grads"], "trace": "edges"}
                 bad["engine"] = {"name": "fake", "version": "0"}
                 send(dumps_line(bad))
                 continue
@@ -86,7 +86,7 @@ def main():
                 send(dumps_line({**HELLO, "protocol": 99}))
                 continue
             if fault == "bad-hello":
-                send(dumps_line({**HELLO, "ops": ["add", "sqrt"]}))
+                send(dumps_line({**HELLO, "ops": ["add", "cbrt"]}))
                 continue
             send(dumps_line(HELLO))
             continue

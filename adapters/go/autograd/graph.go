@@ -255,6 +255,14 @@ func (g *Graph) Tanh(a Node) (Node, error) { return g.apply(OpTanh, a, a, 0, 1) 
 // ReLU returns a if a > 0, else +0.0.
 func (g *Graph) ReLU(a Node) (Node, error) { return g.apply(OpReLU, a, a, 0, 1) }
 
+// Sigmoid returns the logistic function 1/(1+e^(-a)), finite for every finite a.
+func (g *Graph) Sigmoid(a Node) (Node, error) { return g.apply(OpSigmoid, a, a, 0, 1) }
+
+// Sqrt returns the square root of a. It fails with a NonFiniteResultError for
+// a < 0 and with a NonFiniteLocalDerivativeError for a = ±0.0, whose
+// derivative is ±inf.
+func (g *Graph) Sqrt(a Node) (Node, error) { return g.apply(OpSqrt, a, a, 0, 1) }
+
 func (g *Graph) push(nd node) Node {
 	if len(g.nodes) >= math.MaxInt32 {
 		panic("autograd: graph has too many nodes")

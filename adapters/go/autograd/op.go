@@ -21,6 +21,8 @@ const (
 	OpLog
 	OpTanh
 	OpReLU
+	OpSigmoid
+	OpSqrt
 	opCount
 )
 
@@ -95,10 +97,29 @@ var opTable = [opCount]opSpec{
 		}
 		return 0, 0, 0
 	}},
+	OpSigmoid: {"sigmoid", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		// The stable form: exp of a non-positive argument never overflows, and for very
+		// negative a the value is subnormal or +0.0, never non-finite.
+		var s float64
+		if a >= 0 {
+			s = 1 / (1 + math.Exp(-a))
+		} else {
+			e := math.Exp(a)
+			s = e / (1 + e)
+		}
+		// d(sigmoid a)/da = s*(1-s), from the rounded s: first 1 - s, then the product
+		return s, float64(s * (1 - s)), 0
+	}},
+	OpSqrt: {"sqrt", 1, false, func(a, _, _ float64) (float64, float64, float64) {
+		// IEEE-exact; nan for a < 0 and -0.0 for -0.0, as IEEE-754 says
+		r := math.Sqrt(a)
+		// d(sqrt a)/da = 1/(2 sqrt a), written 0.5/r from the rounded r (+-inf at a = +-0.0)
+		return r, float64(0.5 / r), 0
+	}},
 }
 
 // String returns the op's name as the contract spells it: variable, constant,
-// detached, add, sub, mul, div, neg, pow, exp, log, tanh or relu.
+// detached, add, sub, mul, div, neg, pow, exp, log, tanh, relu, sigmoid or sqrt.
 func (o Operation) String() string {
 	if o >= opCount {
 		return "unknown"
@@ -120,7 +141,7 @@ func (o Operation) IsLeaf() bool { return o <= OpDetached }
 // TakesExponent reports whether o carries a constant exponent (only pow).
 func (o Operation) TakesExponent() bool { return o < opCount && opTable[o].takesExponent }
 
-// LookupOp returns the operation named name ("add" ... "relu"). Leaf kinds and
+// LookupOp returns the operation named name ("add" ... "sqrt"). Leaf kinds and
 // detach are not operations of the op table and are not found.
 func LookupOp(name string) (Operation, bool) {
 	for o := OpAdd; o < opCount; o++ {

@@ -14,7 +14,7 @@ func TestParseRejectsBrokenProgramsNamingStepAndField(t *testing.T) {
 		name, program, want string
 	}{
 		{"not a list", `{"op":"variable"}`, "program must be a list"},
-		{"unknown op", `[{"id":"x","op":"sqrt","operands":[]}]`, "step 0: field 'op': unknown operation"},
+		{"unknown op", `[{"id":"x","op":"sin","operands":[]}]`, "step 0: field 'op': unknown operation"},
 		{"unknown id", `[{"id":"y","op":"neg","operands":["x"]}]`, `step 0 (y): field 'operands[0]': unknown id "x"`},
 		{"reused id", `[{"id":"x","op":"variable","value":1},{"id":"x","op":"constant","value":2}]`, "already used"},
 		{"wrong arity", `[{"id":"x","op":"variable","value":1},{"id":"y","op":"add","operands":["x"]}]`, "add takes a list of 2"},

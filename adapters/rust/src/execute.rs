@@ -735,7 +735,7 @@ mod tests {
         for text in [
             r#"{"id":"x"}"#,
             r#"[{"id":"x","op":"variable","value":1},{"id":"x","op":"variable","value":1}]"#,
-            r#"[{"id":"x","op":"sqrt","operands":[]}]"#,
+            r#"[{"id":"x","op":"sin","operands":[]}]"#,
             r#"[{"id":"x","op":"variable","value":true}]"#,
             r#"[{"id":"x","op":"variable","value":1,"seed":2}]"#,
             r#"[{"id":"x","op":"variable","value":1},{"id":"y","op":"pow","operands":["x"],"exponent":"inf"}]"#,

@@ -104,4 +104,16 @@ mod tests {
         let checks = gradcheck(|v| v[0].relu(), &[0.0]).unwrap();
         assert!(!checks[0].passed());
     }
+
+    #[test]
+    fn sigmoid_and_sqrt_derivatives_agree_with_central_differences() {
+        for x in [-3.0, -0.5, 0.25, 2.0] {
+            let checks = gradcheck(|v| v[0].sigmoid(), &[x]).unwrap();
+            assert!(checks[0].passed(), "sigmoid at {x}: {:?}", checks[0]);
+        }
+        for x in [0.25, 0.5, 2.0, 9.0] {
+            let checks = gradcheck(|v| v[0].sqrt(), &[x]).unwrap();
+            assert!(checks[0].passed(), "sqrt at {x}: {:?}", checks[0]);
+        }
+    }
 }

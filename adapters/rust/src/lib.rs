@@ -2,7 +2,7 @@
 //!
 //! Its semantics are the contract of docs/contract.md, the same as the Python
 //! reference (`reference/`): the same op names (add sub mul div neg pow exp log
-//! tanh relu), the same error kinds, the same canonical topology and pass record.
+//! tanh relu sigmoid sqrt), the same error kinds, the same canonical topology and pass record.
 //!
 //! ```
 //! use scalar_autodiff::Tape;

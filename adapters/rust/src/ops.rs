@@ -5,9 +5,11 @@
 //! forward values (and, for pow, the constant exponent) and returns the result
 //! value together with one local derivative per operand slot, evaluated from the
 //! forward values exactly as the contract's formula is written, so the formula
-//! fixes the rounding. exp, log, tanh and pow use the platform libm through
-//! `f64` methods; the fixtures' per-float bounds (docs/contract.md section 9)
-//! allow their last-bit differences from the reference's correctly rounded values.
+//! fixes the rounding. exp, log, tanh, pow and sigmoid (through exp, in the
+//! stable form) use the platform libm through `f64` methods; the fixtures'
+//! per-float bounds (docs/contract.md section 9) allow their last-bit
+//! differences from the reference's correctly rounded values. sqrt, like add
+//! and div, is IEEE-exact and compared exactly.
 
 use std::fmt;
 
@@ -34,6 +36,10 @@ pub enum OpKind {
     Tanh,
     /// `a` if `a > 0` else `+0.0`.
     Relu,
+    /// The logistic function `1 / (1 + e^(-a))`.
+    Sigmoid,
+    /// The square root of `a`.
+    Sqrt,
 }
 
 /// What a rule returns: the value and one local derivative per operand slot
@@ -50,7 +56,7 @@ pub type Rule = fn(f64, f64) -> Evaluation;
 pub struct Op {
     /// Which operation this row describes.
     pub kind: OpKind,
-    /// The contract's name: `add sub mul div neg pow exp log tanh relu`.
+    /// The contract's name: `add sub mul div neg pow exp log tanh relu sigmoid sqrt`.
     pub name: &'static str,
     /// How many operand nodes the operation takes (pow's exponent is not one).
     pub arity: usize,
@@ -119,10 +125,30 @@ fn relu(a: f64, _: f64) -> Evaluation {
     }
 }
 
+fn sigmoid(a: f64, _: f64) -> Evaluation {
+    // The stable form: exp of a non-positive argument, so it never overflows; for very
+    // negative a the value is subnormal or +0.0, never non-finite.
+    let s = if a >= 0.0 {
+        1.0 / (1.0 + (-a).exp())
+    } else {
+        let e = a.exp();
+        e / (1.0 + e)
+    };
+    // d(sigmoid a)/da = s*(1-s), from the rounded s: first 1 - s, then the product
+    (s, [s * (1.0 - s), 0.0])
+}
+
+fn sqrt(a: f64, _: f64) -> Evaluation {
+    // IEEE-exact; nan for a < 0 and -0.0 for -0.0, as IEEE-754 says
+    let r = a.sqrt();
+    // d(sqrt a)/da = 1/(2 sqrt a), written 0.5/r from the rounded r (+-inf at a = +-0.0)
+    (r, [0.5 / r, 0.0])
+}
+
 /// Every operation of the contract, in the contract's order.
 // One row per line, so the table reads as a table.
 #[rustfmt::skip]
-pub const OPS: [Op; 10] = [
+pub const OPS: [Op; 12] = [
     Op { kind: OpKind::Add, name: "add", arity: 2, takes_exponent: false, rule: add },
     Op { kind: OpKind::Sub, name: "sub", arity: 2, takes_exponent: false, rule: sub },
     Op { kind: OpKind::Mul, name: "mul", arity: 2, takes_exponent: false, rule: mul },
@@ -133,6 +159,8 @@ pub const OPS: [Op; 10] = [
     Op { kind: OpKind::Log, name: "log", arity: 1, takes_exponent: false, rule: log },
     Op { kind: OpKind::Tanh, name: "tanh", arity: 1, takes_exponent: false, rule: tanh },
     Op { kind: OpKind::Relu, name: "relu", arity: 1, takes_exponent: false, rule: relu },
+    Op { kind: OpKind::Sigmoid, name: "sigmoid", arity: 1, takes_exponent: false, rule: sigmoid },
+    Op { kind: OpKind::Sqrt, name: "sqrt", arity: 1, takes_exponent: false, rule: sqrt },
 ];
 
 impl OpKind {
@@ -159,10 +187,12 @@ impl OpKind {
             OpKind::Log => log(a, second),
             OpKind::Tanh => tanh(a, second),
             OpKind::Relu => relu(a, second),
+            OpKind::Sigmoid => sigmoid(a, second),
+            OpKind::Sqrt => sqrt(a, second),
         }
     }
 
-    /// The contract's name of this operation (`add`, ..., `relu`).
+    /// The contract's name of this operation (`add`, ..., `sqrt`).
     pub fn name(self) -> &'static str {
         self.op().name
     }
@@ -230,6 +260,66 @@ mod tests {
         assert_eq!(pow(-0.0, -1.0).0, f64::NEG_INFINITY);
         assert!(pow(0.0, 0.5).1[0].is_infinite());
         assert_eq!(pow(-2.0, 3.0), (-8.0, [12.0, 0.0]));
+    }
+
+    #[test]
+    fn sqrt_is_the_ieee_root_and_half_its_reciprocal() {
+        assert_eq!(
+            sqrt(2.0, 0.0).0.to_bits(),
+            std::f64::consts::SQRT_2.to_bits()
+        );
+        assert_eq!(sqrt(0.25, 0.0), (0.5, [1.0, 0.0]));
+        let (r, locals) = sqrt(3.0, 0.0);
+        assert_eq!(locals[0].to_bits(), (0.5 / r).to_bits());
+        assert_eq!(locals[0].to_bits(), (1.0 / (2.0 * r)).to_bits());
+        assert!(sqrt(-1.0, 0.0).0.is_nan());
+        assert_eq!(sqrt(0.0, 0.0), (0.0, [f64::INFINITY, 0.0]));
+        let (r, locals) = sqrt(-0.0, 0.0);
+        assert_eq!(r.to_bits(), (-0.0f64).to_bits());
+        assert_eq!(locals[0], f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn sigmoid_is_close_to_the_correctly_rounded_value() {
+        // (a, the correctly rounded sigmoid(a), computed with mpfr at 300 bits)
+        let table: [(f64, f64); 8] = [
+            (1.0, 0.7310585786300049),
+            (-1.0, 0.2689414213699951),
+            (0.5, 0.6224593312018546),
+            (-3.0, 0.04742587317756678),
+            (2.0, 0.8807970779778824),
+            (36.5, 0.9999999999999999),
+            (-40.0, 4.248354255291589e-18),
+            (-700.0, 9.85967654375977e-305),
+        ];
+        for (a, want) in table {
+            let (s, _) = sigmoid(a, 0.0);
+            let ulps = (s.to_bits() as i64 - want.to_bits() as i64).abs();
+            assert!(ulps <= 2, "sigmoid({a}) = {s:e}, {ulps} ulps from {want:e}");
+        }
+    }
+
+    #[test]
+    fn sigmoid_takes_the_stable_form_on_each_side_of_zero() {
+        let (s, locals) = sigmoid(-3.0, 0.0);
+        let e = (-3.0f64).exp();
+        assert_eq!(s.to_bits(), (e / (1.0 + e)).to_bits());
+        assert_eq!(locals[0].to_bits(), (s * (1.0 - s)).to_bits());
+        let (s, locals) = sigmoid(2.0, 0.0);
+        assert_eq!(s.to_bits(), (1.0 / (1.0 + (-2.0f64).exp())).to_bits());
+        assert_eq!(locals[0].to_bits(), (s * (1.0 - s)).to_bits());
+        assert_eq!(sigmoid(0.0, 0.0), (0.5, [0.25, 0.0]));
+        assert_eq!(sigmoid(-0.0, 0.0), (0.5, [0.25, 0.0]));
+    }
+
+    #[test]
+    fn sigmoid_saturates_to_finite_values_without_overflow() {
+        // Far below zero the value is subnormal, then +0.0 with derivative +0.0; far above it is 1.0.
+        assert_eq!(sigmoid(-745.0, 0.0).0, 5e-324);
+        assert_eq!(sigmoid(-746.0, 0.0), (0.0, [0.0, 0.0]));
+        assert_eq!(sigmoid(-f64::MAX, 0.0), (0.0, [0.0, 0.0]));
+        assert_eq!(sigmoid(40.0, 0.0), (1.0, [0.0, 0.0]));
+        assert_eq!(sigmoid(f64::MAX, 0.0), (1.0, [0.0, 0.0]));
     }
 
     #[test]

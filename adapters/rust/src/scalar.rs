@@ -196,6 +196,19 @@ impl Scalar {
         self.unary(OpKind::Relu, None)
     }
 
+    /// The logistic function `1 / (1 + e^(-self))`, finite for every finite `self`.
+    pub fn sigmoid(&self) -> Result<Scalar, Error> {
+        self.unary(OpKind::Sigmoid, None)
+    }
+
+    /// The square root of `self`.
+    ///
+    /// Fails with [`Error::NonFiniteResult`] for `self < 0` and with
+    /// [`Error::NonFiniteLocalDerivative`] for `self = ±0.0`, whose derivative is `±inf`.
+    pub fn sqrt(&self) -> Result<Scalar, Error> {
+        self.unary(OpKind::Sqrt, None)
+    }
+
     /// A constant on this node's tape (shorthand for `self.tape().constant(value)`).
     pub fn constant(&self, value: f64) -> Result<Scalar, Error> {
         self.tape.constant(value)
@@ -330,6 +343,48 @@ mod tests {
         let zero = tape.constant(0.0).unwrap();
         assert_eq!(x.div(&zero).unwrap_err().kind(), "non-finite-result");
         assert_eq!(tape.len(), 2);
+    }
+
+    #[test]
+    fn sqrt_refuses_a_negative_operand_and_a_zero_of_either_sign() {
+        let tape = Tape::new();
+        let negative = tape.variable(-4.0).unwrap();
+        match negative.sqrt().unwrap_err() {
+            Error::NonFiniteResult { operation, value } => {
+                assert_eq!(operation, Operation::Op(OpKind::Sqrt));
+                assert!(value.is_nan());
+            }
+            other => panic!("sqrt(-4) failed with {other}"),
+        }
+        for (zero, derivative) in [(0.0, f64::INFINITY), (-0.0, f64::NEG_INFINITY)] {
+            match tape.variable(zero).unwrap().sqrt().unwrap_err() {
+                Error::NonFiniteLocalDerivative {
+                    operation,
+                    slot,
+                    value,
+                } => {
+                    assert_eq!((operation, slot), (Operation::Op(OpKind::Sqrt), 0));
+                    assert_eq!(value, derivative, "sqrt({zero:?})");
+                }
+                other => panic!("sqrt({zero:?}) failed with {other}"),
+            }
+        }
+        assert_eq!(tape.len(), 3, "only the three leaves were created");
+        let root = tape.variable(6.25).unwrap().sqrt().unwrap();
+        assert_eq!((root.value(), root.operand_edges()[0].1), (2.5, 0.2));
+    }
+
+    #[test]
+    fn sigmoid_never_fails_on_a_finite_operand() {
+        let tape = Tape::new();
+        for a in [-f64::MAX, -1000.0, -745.0, -0.0, 0.0, 40.0, f64::MAX] {
+            let s = tape.variable(a).unwrap().sigmoid().unwrap();
+            assert!(
+                (0.0..=1.0).contains(&s.value()),
+                "sigmoid({a:?}) = {}",
+                s.value()
+            );
+        }
     }
 
     #[test]

@@ -45,7 +45,8 @@ namespace hooks {
 // ---- config block: what your engine supports (sent in the hello reply) -------------------
 inline const char* const ENGINE_NAME = "my-engine";
 inline const char* const ENGINE_VERSION = "0.1.0";
-/// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+/// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+/// also sigmoid and sqrt, the optional ops, only if your engine has them.
 inline const std::vector<std::string> OPS = {"add", "sub", "mul", "div", "neg", "pow",
                                              "exp", "log", "tanh", "relu", "detach"};
 /// The levels you report honestly: values gradients errors, and trace/order once pass_record works.
@@ -65,7 +66,7 @@ public:
     /// An untracked leaf; non-finite-leaf as for variable, with operation "constant".
     Handle constant(double value) { throw conformance::not_connected("Engine::constant"); }
 
-    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one),
+    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu sigmoid sqrt pow: one),
     /// operands in slot order; exponent is pow's constant (0 for the other ops). A non-finite
     /// value throws non-finite-result (operation, value); a finite value with a non-finite
     /// local derivative throws non-finite-local-derivative (operation, slot, value of the

@@ -17,7 +17,8 @@ package main
 // EngineInfo names your engine.
 var EngineInfo = map[string]string{"name": "my-engine", "version": "0.1.0", "language": "go"}
 
-// Ops are the ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+// Ops are the ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+// also sigmoid and sqrt, the optional ops, only if your engine has them.
 var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"}
 
 // Levels are the levels you report honestly: values gradients errors, and trace/order once
@@ -52,7 +53,7 @@ func (e *Engine) Variable(value float64) (Node, error) { panic(notConnected("Eng
 func (e *Engine) Constant(value float64) (Node, error) { panic(notConnected("Engine.Constant")) }
 
 // Apply returns the result node of op (add sub mul div: two operands; neg exp log tanh relu
-// pow: one); exponent is pow's constant. A non-finite value returns non-finite-result
+// sigmoid sqrt pow: one); exponent is pow's constant. A non-finite value returns non-finite-result
 // (operation, value); a finite value with a non-finite local derivative returns
 // non-finite-local-derivative (operation; slot, the operand's 0-based position as an int;
 // value, the derivative).

@@ -17,7 +17,8 @@
 // ---- config block: what your engine supports (sent in the hello reply) -------------------
 export const CONFIG = {
   engine: { name: "my-engine", version: "0.1.0", language: "javascript" },
-  // The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+  // The ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+  // also sigmoid and sqrt, the optional ops, only if your engine has them.
   ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
   // The levels you report honestly: values gradients errors, and trace/order once passRecord works.
   levels: ["values", "gradients", "errors"],
@@ -57,7 +58,7 @@ export class Engine {
     throw notConnected("Engine.constant");
   }
 
-  // The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one).
+  // The result node of op (add sub mul div: two operands; neg exp log tanh relu sigmoid sqrt pow: one).
   // exponent is pow's constant (null for the other ops). A non-finite value throws
   // non-finite-result (operation, value); a finite value with a non-finite local derivative
   // throws non-finite-local-derivative (operation, operand slot, value of the derivative).

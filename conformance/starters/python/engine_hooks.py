@@ -19,7 +19,8 @@ from typing import Any, Optional
 
 # ---- config block: what your engine supports (sent in the hello reply) -------------------
 ENGINE = {"name": "my-engine", "version": "0.1.0", "language": "python"}
-#: The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+#: The ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+#: also sigmoid and sqrt, the optional ops, only if your engine has them.
 OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
 #: The levels you report honestly: values gradients errors, and trace/order once pass_record works.
 LEVELS = ["values", "gradients", "errors"]
@@ -64,7 +65,7 @@ class Engine:
         raise not_connected("Engine.constant")
 
     def apply(self, op: str, operands: list[Any], exponent: Optional[float]) -> Any:
-        """The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one).
+        """The result node of op (add sub mul div: two operands; neg exp log tanh relu sigmoid sqrt pow: one).
 
         exponent is pow's constant (None for the other ops). A non-finite value raises
         non-finite-result (operation, value); a finite value with a non-finite local derivative

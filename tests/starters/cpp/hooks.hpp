@@ -31,8 +31,8 @@ struct PassRecord {};
 
 inline const char* const ENGINE_NAME = "starter-test-engine";
 inline const char* const ENGINE_VERSION = "0.1.0";
-inline const std::vector<std::string> OPS = {"add", "sub", "mul", "div", "neg", "pow",
-                                             "exp", "log", "tanh", "relu", "detach"};
+inline const std::vector<std::string> OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp",
+                                             "log", "tanh", "relu", "sigmoid", "sqrt", "detach"};
 inline const std::vector<std::string> LEVELS = {"values", "gradients", "errors", "trace", "order"};
 inline const std::vector<std::string> FEATURES = {"seed"};
 
@@ -66,6 +66,11 @@ public:
         else if (op == "tanh") {
             value = std::tanh(a), d = {1.0 - value * value};
         } else if (op == "relu") value = a > 0.0 ? a : 0.0, d = {a > 0.0 ? 1.0 : 0.0};
+        else if (op == "sigmoid") {
+            // The stable form: exp never overflows, and the value is subnormal or +0.0 far below zero.
+            double e = std::exp(a >= 0.0 ? -a : a);
+            value = a >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e), d = {value * (1.0 - value)};
+        } else if (op == "sqrt") value = std::sqrt(a), d = {0.5 / value};
         else throw std::runtime_error("unknown op " + op);
         if (!std::isfinite(value))
             throw conformance::EngineError("non-finite-result").text("operation", op).number("value", value);

@@ -11,7 +11,7 @@ import (
 )
 
 var EngineInfo = map[string]string{"name": "starter-test-engine", "version": "0.1.0", "language": "go"}
-var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"}
+var Ops = []string{"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"}
 var Levels = []string{"values", "gradients", "errors", "trace", "order"}
 var Features = []string{"seed"}
 
@@ -64,6 +64,19 @@ func rule(op string, a, b, c float64) (float64, []float64) {
 			return a, []float64{1}
 		}
 		return 0, []float64{0}
+	case "sigmoid":
+		// The stable form: exp never overflows, and s is subnormal or +0.0 far below zero.
+		var s float64
+		if a >= 0 {
+			s = 1 / (1 + math.Exp(-a))
+		} else {
+			e := math.Exp(a)
+			s = e / (1 + e)
+		}
+		return s, []float64{float64(s * (1 - s))}
+	case "sqrt":
+		r := math.Sqrt(a)
+		return r, []float64{0.5 / r}
 	}
 	panic("unknown op " + op)
 }

@@ -15,7 +15,7 @@ public final class Hooks {
 
     static final String ENGINE_NAME = "starter-test-engine";
     static final String ENGINE_VERSION = "0.1.0";
-    static final List<String> OPS = List.of("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach");
+    static final List<String> OPS = List.of("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach");
     static final List<String> LEVELS = List.of("values", "gradients", "errors", "trace", "order");
     static final List<String> FEATURES = List.of("seed");
 
@@ -95,6 +95,13 @@ public final class Hooks {
                     d = new double[] {1.0 - value * value};
                 }
                 case "relu" -> { value = a > 0.0 ? a : 0.0; d = new double[] {a > 0.0 ? 1.0 : 0.0}; }
+                case "sigmoid" -> {
+                    // The stable form: exp never overflows, and the value is subnormal or +0.0 far below zero.
+                    double e = Math.exp(a >= 0.0 ? -a : a);
+                    value = a >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+                    d = new double[] {value * (1.0 - value)};
+                }
+                case "sqrt" -> { value = Math.sqrt(a); d = new double[] {0.5 / value}; }
                 default -> throw new IllegalArgumentException("unknown op " + op);
             }
             if (!Double.isFinite(value))

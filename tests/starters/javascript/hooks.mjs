@@ -5,7 +5,7 @@
 
 export const CONFIG = {
   engine: { name: "starter-test-engine", version: "0.1.0", language: "javascript" },
-  ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+  ops: ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"],
   levels: ["values", "gradients", "errors", "trace", "order"],
   features: ["seed"],
 };
@@ -30,6 +30,12 @@ const RULES = {
   log: (a) => [Math.log(a), [1 / a]],
   tanh: (a) => { const t = Math.tanh(a); return [t, [1 - t * t]]; },
   relu: (a) => (a > 0 ? [a, [1]] : [0, [0]]),
+  // The stable form: exp never overflows, and s is subnormal or +0.0 far below zero.
+  sigmoid: (a) => {
+    const s = a >= 0 ? 1 / (1 + Math.exp(-a)) : Math.exp(a) / (1 + Math.exp(a));
+    return [s, [s * (1 - s)]];
+  },
+  sqrt: (a) => { const r = Math.sqrt(a); return [r, [0.5 / r]]; },
 };
 
 class Node {

@@ -15,7 +15,7 @@ from typing import Any, Optional
 print("engine noise at import")
 
 ENGINE = {"name": "starter-test-engine", "version": "0.1.0", "language": "python"}
-OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"]
+OPS = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"]
 LEVELS = ["values", "gradients", "errors", "trace", "order"]
 FEATURES = ["seed"]
 
@@ -60,6 +60,18 @@ def _pow(a: float, c: float) -> float:
         return math.nan
 
 
+def _sigmoid(a: float) -> float:
+    # The stable form: exp never overflows, and the value is subnormal or +0.0 far below zero.
+    if a >= 0.0:
+        return 1.0 / (1.0 + math.exp(-a))
+    e = math.exp(a)
+    return e / (1.0 + e)
+
+
+def _sqrt(a: float) -> float:
+    return math.sqrt(a) if a >= 0.0 else math.nan  # math.sqrt(-0.0) is -0.0, as IEEE-754 says
+
+
 def _pow_rule(a: float, c: float) -> tuple[float, list[float]]:
     return _pow(a, c), [0.0 if c == 0.0 else c * _pow(a, c - 1.0)]
 
@@ -75,6 +87,8 @@ RULES = {
     "log": lambda a: (_log(a), [_div(1.0, a)]),
     "tanh": lambda a: (lambda t: (t, [1.0 - t * t]))(math.tanh(a)),
     "relu": lambda a: (a, [1.0]) if a > 0.0 else (0.0, [0.0]),
+    "sigmoid": lambda a: (lambda s: (s, [s * (1.0 - s)]))(_sigmoid(a)),
+    "sqrt": lambda a: (lambda r: (r, [_div(0.5, r)]))(_sqrt(a)),
 }
 
 

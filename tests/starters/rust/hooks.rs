@@ -17,7 +17,8 @@ pub struct Failure;
 pub const ENGINE_NAME: &str = "starter-test-engine";
 pub const ENGINE_VERSION: &str = "0.1.0";
 pub const OPS: &[&str] = &[
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt",
+    "detach",
 ];
 pub const LEVELS: &[&str] = &["values", "gradients", "errors", "trace", "order"];
 pub const FEATURES: &[&str] = &["seed"];
@@ -68,6 +69,20 @@ fn rule(op: &str, a: f64, b: f64, c: f64) -> (f64, Vec<f64>) {
         }
         "relu" if a > 0.0 => (a, vec![1.0]),
         "relu" => (0.0, vec![0.0]),
+        "sigmoid" => {
+            // The stable form: exp never overflows, and s is subnormal or +0.0 far below zero.
+            let s = if a >= 0.0 {
+                1.0 / (1.0 + (-a).exp())
+            } else {
+                let e = a.exp();
+                e / (1.0 + e)
+            };
+            (s, vec![s * (1.0 - s)])
+        }
+        "sqrt" => {
+            let r = a.sqrt();
+            (r, vec![0.5 / r])
+        }
         _ => panic!("unknown op {op}"),
     }
 }

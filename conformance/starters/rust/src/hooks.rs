@@ -22,7 +22,8 @@ use crate::conformance::{self, not_connected, HookResult};
 // ---- config block: what your engine supports (sent in the hello reply) -------------------
 pub const ENGINE_NAME: &str = "my-engine";
 pub const ENGINE_VERSION: &str = "0.1.0";
-/// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach.
+/// The ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+/// also sigmoid and sqrt, the optional ops, only if your engine has them.
 pub const OPS: &[&str] = &[
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach",
 ];
@@ -64,7 +65,7 @@ impl Engine {
         Err(not_connected("Engine::constant"))
     }
 
-    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one),
+    /// The result node of op (add sub mul div: two operands; neg exp log tanh relu sigmoid sqrt pow: one),
     /// `operands` in slot order; `exponent` is pow's constant. A non-finite value fails with
     /// non-finite-result (operation, value); a finite value with a non-finite local derivative
     /// with non-finite-local-derivative (operation, slot of that operand, value of the

@@ -30,7 +30,10 @@ public final class Hooks {
     // ---- config block: what your engine supports (sent in the hello reply) -------------------
     static final String ENGINE_NAME = "my-engine";
     static final String ENGINE_VERSION = "0.1.0";
-    /** The ops your engine has, among add sub mul div neg pow exp log tanh relu detach. */
+    /**
+     * The ops your engine has, among add sub mul div neg pow exp log tanh relu detach;
+     * also sigmoid and sqrt, the optional ops, only if your engine has them.
+     */
     static final List<String> OPS = List.of("add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach");
     /** The levels you report honestly: values gradients errors, and trace/order once passRecord works. */
     static final List<String> LEVELS = List.of("values", "gradients", "errors");
@@ -51,7 +54,7 @@ public final class Hooks {
         }
 
         /**
-         * The result node of op (add sub mul div: two operands; neg exp log tanh relu pow: one),
+         * The result node of op (add sub mul div: two operands; neg exp log tanh relu sigmoid sqrt pow: one),
          * operands in slot order; exponent is pow's constant (null for the other ops). A non-finite
          * value throws non-finite-result (operation, value); a finite value with a non-finite local
          * derivative throws non-finite-local-derivative (operation, slot, value of the derivative).

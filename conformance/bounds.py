@@ -42,149 +42,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from reference.crmath import cr_exp, cr_log, cr_pow, cr_sigmoid, cr_tanh, ieee_sqrt
 from reference.ops import OPS
 
+from .intervals import FORMULA_ULPS, LIBM_ULPS, TINY, UNBOUNDED, UNIT, Interval, Quantity, down, hull, up
+from .optable import HARNESS_OPS
 from .program import LEAF_OPS, Program, observed_ids
 from .protocol import Profile
 
-#: The ulp budget of a port's libm for exp, log, tanh and pow, and of its sigmoid in the stable form.
-LIBM_ULPS = 4
-#: Under ``numeric``: how far another formula for one operation may land from the exact result.
-FORMULA_ULPS = 4
-
-_UNIT = 2.0**-53  # unit roundoff of binary64
-_TINY = 2.0**-1074  # the smallest subnormal: the absolute error floor of one rounding
-_INF = math.inf
-
-
-def _down(x: float, steps: int = 1) -> float:
-    for _ in range(steps):
-        x = math.nextafter(x, -_INF)
-    return x
-
-
-def _up(x: float, steps: int = 1) -> float:
-    for _ in range(steps):
-        x = math.nextafter(x, _INF)
-    return x
-
-
-@dataclass(frozen=True, slots=True)
-class Quantity:
-    """The contract's value ``v`` of one float and an interval ``[lo, hi]`` holding every port's value."""
-
-    v: float
-    lo: float
-    hi: float
-
-    @staticmethod
-    def point(v: float) -> "Quantity":
-        """A value every port computes bit for bit."""
-        return Quantity(v, v, v)
-
-    @property
-    def is_point(self) -> bool:
-        """Whether every port has exactly the contract's value."""
-        return self.lo == self.v == self.hi
-
-    @property
-    def bounded(self) -> bool:
-        """Whether the interval is finite (an unbounded one means the port could fail or overflow here)."""
-        return math.isfinite(self.lo) and math.isfinite(self.hi)
-
-    def bound(self) -> float:
-        """How far a port's value may be from the contract's: 0 for a point, inf when unbounded."""
-        if not math.isfinite(self.v) or self.is_point:
-            return 0.0
-        if not self.bounded:
-            return _INF
-        return _up(max(self.hi - self.v, self.v - self.lo, 0.0))
-
-    def widened(self, steps: int) -> "Quantity":
-        """The same value with ``steps`` more ulps of room on each side."""
-        if steps == 0:
-            return self
-        return Quantity(self.v, _down(min(self.lo, self.v), steps), _up(max(self.hi, self.v), steps))
-
-
-_UNBOUNDED = (-_INF, _INF)
-
-
-def _hull(v: float, lo: float, hi: float) -> Quantity:
-    """A quantity whose interval certainly holds ``v`` (nan ends make it unbounded)."""
-    if math.isnan(lo) or math.isnan(hi):
-        lo, hi = _UNBOUNDED
-    return Quantity(v, min(lo, v) if math.isfinite(v) else lo, max(hi, v) if math.isfinite(v) else hi)
-
-
-class _Interval:
-    """Outward-rounded interval arithmetic on Quantities, under one profile."""
-
-    def __init__(self, profile: Profile) -> None:
-        self.numeric = profile == "numeric"
-        self.formula_steps = FORMULA_ULPS if self.numeric else 0
-
-    # IEEE-exact operations: a point when the operands are points (under contract), else the
-    # exact range over the operand intervals, one ulp outward.
-    def add(self, a: Quantity, b: Quantity, v: float) -> Quantity:
-        if a.is_point and b.is_point and not self.numeric:
-            return Quantity.point(v)
-        return _hull(v, _down(a.lo + b.lo), _up(a.hi + b.hi)).widened(self.formula_steps)
-
-    def sub(self, a: Quantity, b: Quantity, v: float) -> Quantity:
-        if a.is_point and b.is_point and not self.numeric:
-            return Quantity.point(v)
-        return _hull(v, _down(a.lo - b.hi), _up(a.hi - b.lo)).widened(self.formula_steps)
-
-    def mul(self, a: Quantity, b: Quantity, v: float) -> Quantity:
-        if a.is_point and b.is_point and not self.numeric:
-            return Quantity.point(v)
-        products = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
-        if any(math.isnan(p) for p in products):
-            return _hull(v, *_UNBOUNDED)
-        return _hull(v, _down(min(products)), _up(max(products))).widened(self.formula_steps)
-
-    def div(self, a: Quantity, b: Quantity, v: float) -> Quantity:
-        if a.is_point and b.is_point and not self.numeric:
-            return Quantity.point(v)
-        if b.lo <= 0.0 <= b.hi:
-            return _hull(v, *_UNBOUNDED)
-        quotients = [x / y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
-        if any(math.isnan(q) for q in quotients):
-            return _hull(v, *_UNBOUNDED)
-        return _hull(v, _down(min(quotients)), _up(max(quotients))).widened(self.formula_steps)
-
-    def sqrt(self, a: Quantity, v: float) -> Quantity:
-        """The IEEE square root: exact on a point (under contract), else the root's range, one ulp outward."""
-        if a.is_point and not self.numeric:
-            return Quantity.point(v)
-        if a.lo < 0.0:
-            return _hull(v, *_UNBOUNDED)  # the port's operand may be negative: its root is nan
-        return _hull(v, _down(ieee_sqrt(a.lo)), _up(ieee_sqrt(a.hi))).widened(self.formula_steps)
-
-    def scale(self, c: float, a: Quantity, v: float) -> Quantity:
-        """``c * a`` for a constant ``c``."""
-        return self.mul(Quantity.point(c), a, v)
-
-    # Functions from a libm: the correctly rounded value at each end, LIBM_ULPS (+1 for the
-    # reference's own rounding) outward, then the formula budget under numeric.
-    def libm(self, v: float, ends: list[float], low: float = -_INF, high: float = _INF) -> Quantity:
-        if any(not math.isfinite(e) for e in ends):
-            return _hull(v, *_UNBOUNDED)
-        lo = max(_down(min(ends), LIBM_ULPS + 1), low)
-        hi = min(_up(max(ends), LIBM_ULPS + 1), high)
-        return _hull(v, lo, hi).widened(self.formula_steps)
-
-
-def _pow_ends(a: Quantity, c: float) -> list[float]:
-    """x**c at every point of [a.lo, a.hi] where it can take its extremes; [inf] when it can blow up."""
-    if c < 0 and a.lo <= 0.0 <= a.hi:
-        return [_INF]
-    if not float(c).is_integer() and a.lo < 0.0:
-        return [_INF]
-    points = [a.lo, a.hi] + ([0.0] if a.lo < 0.0 < a.hi else [])
-    return [cr_pow(x, c) for x in points]
+__all__ = ["FORMULA_ULPS", "LIBM_ULPS", "Quantity", "StepBounds", "derive_bounds"]
 
 
 @dataclass
@@ -215,7 +80,7 @@ def derive_bounds(program: Program, profile: Profile, records: bool = True) -> l
 class _Replay:
     def __init__(self, profile: Profile, records: bool = True) -> None:
         self.records = records
-        self.iv = _Interval(profile)
+        self.iv = Interval(profile)
         self.numeric = profile == "numeric"
         self.nodes: dict[str, _Node] = {}
         self.order: list[str] = []  # creation order, for the gradients of every tracked node
@@ -278,103 +143,10 @@ class _Replay:
         self, op: str, operands: list[Quantity], c: Optional[float], v: float, d: tuple[float, ...]
     ) -> tuple[Quantity, tuple[Quantity, ...]]:
         """The value and local derivatives of one operation, as intervals around the contract's ``v`` and ``d``."""
-        iv = self.iv
-        one, minus_one = Quantity.point(1.0), Quantity.point(-1.0)
-        a = operands[0]
-        if op == "add":
-            return iv.add(a, operands[1], v), (one, one)
-        if op == "sub":
-            return iv.sub(a, operands[1], v), (one, minus_one)
-        if op == "mul":
-            return iv.mul(a, operands[1], v), (operands[1], a)
-        if op == "neg":
-            return Quantity(v, -a.hi, -a.lo), (minus_one,)
-        if op == "relu":
-            value = Quantity(v, max(a.lo, 0.0), max(a.hi, 0.0))
-            slope = Quantity(d[0], 0.0 if a.lo <= 0.0 else 1.0, 1.0 if a.hi > 0.0 else 0.0)
-            return value, (slope,)
-        if op == "div":
-            r = iv.div(a, operands[1], v)
-            return r, (iv.div(one, operands[1], d[0]), self._negated(iv.div(r, operands[1], -d[1])))
-        if op == "sqrt":
-            r = iv.sqrt(a, v)
-            return r, (iv.div(Quantity.point(0.5), r, d[0]),)
-        if self._exact_special(op, a, c):
-            return self._special(op, a, c, v, d)
-        if op == "exp":
-            r = iv.libm(v, [cr_exp(a.lo), cr_exp(a.hi)], low=0.0)
-            return r, (Quantity(d[0], r.lo, r.hi),)
-        if op == "log":
-            if a.lo <= 0.0:
-                return _hull(v, *_UNBOUNDED), (_hull(d[0], *_UNBOUNDED),)
-            return iv.libm(v, [cr_log(a.lo), cr_log(a.hi)]), (iv.div(one, a, d[0]),)
-        if op == "tanh":
-            t = iv.libm(v, [cr_tanh(a.lo), cr_tanh(a.hi)], low=-1.0, high=1.0)
-            return t, (self._one_minus_square(t, d[0]),)
-        if op == "sigmoid":
-            s = iv.libm(v, [cr_sigmoid(a.lo), cr_sigmoid(a.hi)], low=0.0, high=1.0)
-            return s, (self._one_minus_times(s, d[0]),)
-        if op == "pow":
-            assert c is not None
-            r = iv.libm(v, _pow_ends(a, c))
-            if c == 0.0:
-                return r, (Quantity.point(0.0),)
-            power = iv.libm(cr_pow(a.v, c - 1.0), _pow_ends(a, c - 1.0))
-            return r, (iv.scale(c, power, d[0]),)
-        raise ValueError(f"no interval rule for op {op!r}")
-
-    def _exact_special(self, op: str, a: Quantity, c: Optional[float]) -> bool:
-        """Whether a libm must return this result exactly: a zero result of C's Annex F special values.
-
-        C (IEC 60559 bindings, Annex F.10) fixes ``tanh(+-0) = +-0``, ``log(1) = +0`` and
-        ``pow(+-0, y) = +-0 or +0`` for ``y > 0``, so a port's libm has these bits and their sign:
-        under ``contract`` they are points, whose sign of zero is compared. Under ``numeric``
-        another formula (tanh from exp gives +0 at -0) may differ.
-        """
-        if self.numeric or not a.is_point:
-            return False
-        if op == "tanh":
-            return a.v == 0.0
-        if op == "log":
-            return a.v == 1.0
-        return op == "pow" and a.v == 0.0 and c is not None and c > 0.0
-
-    def _special(
-        self, op: str, a: Quantity, c: Optional[float], v: float, d: tuple[float, ...]
-    ) -> tuple[Quantity, tuple[Quantity, ...]]:
-        """The value (a point) and local derivatives of an Annex F special case (``_exact_special``)."""
-        one = Quantity.point(1.0)
-        if op == "tanh":
-            return Quantity.point(v), (self._one_minus_square(Quantity.point(v), d[0]),)
-        if op == "log":
-            return Quantity.point(v), (self.iv.div(one, a, d[0]),)
-        assert c is not None  # pow(+-0, c > 0): the derivative c * 0^(c-1) is exact where 0^(c-1) is a special case too
-        exact = c - 1.0 > 0.0
-        power = Quantity.point(cr_pow(a.v, c - 1.0)) if exact else self.iv.libm(cr_pow(a.v, c - 1.0), _pow_ends(a, c - 1.0))
-        return Quantity.point(v), (self.iv.scale(c, power, d[0]),)
-
-    @staticmethod
-    def _negated(q: Quantity) -> Quantity:
-        return Quantity(-q.v, -q.hi, -q.lo)
-
-    def _one_minus_square(self, t: Quantity, v: float) -> Quantity:
-        """``1 - t*t`` with t anywhere in its interval, rounded twice or fused into one FMA."""
-        if not t.bounded:
-            return _hull(v, *_UNBOUNDED)
-        small = 0.0 if t.lo <= 0.0 <= t.hi else min(abs(t.lo), abs(t.hi))
-        large = max(abs(t.lo), abs(t.hi))
-        lo = _down(1.0 - _up(large * large))
-        hi = _up(1.0 - _down(small * small))
-        return _hull(v, max(lo, 0.0), hi).widened(self.iv.formula_steps)
-
-    def _one_minus_times(self, s: Quantity, v: float) -> Quantity:
-        """``s * (1 - s)`` with s anywhere in its interval, each of the two operations rounded once."""
-        if not s.bounded:
-            return _hull(v, *_UNBOUNDED)
-        # x * (1 - x) rises up to x = 0.5 and falls after it: its extremes are at the ends and at 0.5.
-        points = [s.lo, s.hi] + ([0.5] if s.lo < 0.5 < s.hi else [])
-        products = [x * (1.0 - x) for x in points]
-        return _hull(v, _down(min(products), 3), _up(max(products), 3)).widened(self.iv.formula_steps)
+        row = HARNESS_OPS.get(op)
+        if row is None:
+            raise ValueError(f"no interval rule for op {op!r}")
+        return row.interval(self.iv, operands, c, v, d)
 
     # -- backward ------------------------------------------------------------------------
 
@@ -476,16 +248,16 @@ class _Replay:
         if n < 3 and not (self.numeric and n >= 2):
             return sequential
         if not all(p.bounded for p in parts):
-            return _hull(sequential.v, *_UNBOUNDED)
+            return hull(sequential.v, *UNBOUNDED)
         try:
             magnitude = math.fsum(max(abs(p.lo), abs(p.hi)) for p in parts)
             low_sum, high_sum = math.fsum(p.lo for p in parts), math.fsum(p.hi for p in parts)
         except OverflowError:  # contributions near the largest float: another order may overflow
-            return _hull(sequential.v, *_UNBOUNDED)
-        slack = 2.0 * n * _UNIT * magnitude + n * _TINY
-        lo = _down(low_sum - slack, 2)
-        hi = _up(high_sum + slack, 2)
-        return _hull(sequential.v, min(lo, sequential.lo), max(hi, sequential.hi))
+            return hull(sequential.v, *UNBOUNDED)
+        slack = 2.0 * n * UNIT * magnitude + n * TINY
+        lo = down(low_sum - slack, 2)
+        hi = up(high_sum + slack, 2)
+        return hull(sequential.v, min(lo, sequential.lo), max(hi, sequential.hi))
 
     def _gradients(self, bounds: StepBounds) -> None:
         for name in self.order:

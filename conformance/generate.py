@@ -41,7 +41,7 @@ from .fixture import (
     record_paths,
     validate_data,
 )
-from .mutants import BUGS, Bug
+from .mutants import BUGS
 from .program import LEAF_OPS, Program, ProgramError, features_used, ops_used, parse_program, program_hash
 from .protocol import LEVELS, Level, Observation, Profile
 from .tomlfile import load_toml
@@ -196,7 +196,7 @@ def build_fixture(case: Case, *, profile: Optional[Profile] = None) -> Fixture:
 
 def catches_sentence(bugs: Iterable[str]) -> str:
     """The sentence a fixture's description ends with: the porting mistakes its case is written to catch."""
-    named = [f"{BUGS[Bug(bug)].split(':')[0]} (`{bug}`)" for bug in bugs]
+    named = [f"{BUGS[bug].split(':')[0]} (`{bug}`)" for bug in bugs]
     return f" Catches: {'; '.join(named)}." if named else ""
 
 

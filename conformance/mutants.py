@@ -31,30 +31,26 @@ from reference.errors import (
 from reference.ops import OPS
 
 from .observe import observe, step_hook
+from .optable import HARNESS_OPS
 from .program import LEAF_OPS, Program, ProgramError, Step
 from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
 _finite = math.isfinite
 
-#: A wrong local derivative per op: the slip a porter makes most often with it.
+#: A wrong local derivative per op (its row's ``wrong_derivative``): the slip a porter makes most often with it.
+#: Each is the catalogue's mistake ``wrong-derivative-OP``.
 WRONG_DERIVATIVES: dict[str, Callable[[tuple[float, ...], float, Optional[float]], tuple[float, ...]]] = {
-    "add": lambda a, r, c: (1.0, 0.0),
-    "sub": lambda a, r, c: (1.0, 1.0),
-    "mul": lambda a, r, c: (a[0], a[1]),
-    "div": lambda a, r, c: (ieee_div(1.0, a[1]), ieee_div(r, a[1])),
-    "neg": lambda a, r, c: (1.0,),
-    "pow": lambda a, r, c: (c * r,),  # type: ignore[operator]
-    "exp": lambda a, r, c: (a[0],),
-    "log": lambda a, r, c: (a[0],),
-    "tanh": lambda a, r, c: (1.0 - r,),
-    "relu": lambda a, r, c: (1.0,),
-    "sigmoid": lambda a, r, c: (a[0] * (1.0 - a[0]),),
-    "sqrt": lambda a, r, c: (ieee_div(1.0, r),),
+    name: row.wrong_derivative for name, row in HARNESS_OPS.items()
 }
 
 
 class Bug(StrEnum):
-    """A mistake of the catalogue, by the name a porter would give it (``BUGS`` has its description)."""
+    """A mistake of the catalogue, by the name a porter would give it (``BUGS`` has its description).
+
+    The wrong local derivative of each op is a mistake too, named ``wrong-derivative-OP``
+    (``WRONG_DERIVATIVES``, from the harness's op table): those names are in ``BUGS`` and
+    ``CATALOGUE``, not members here, so that a new op needs no edit of this file.
+    """
 
     RELU_DERIVATIVE_AT_ZERO = "relu-derivative-at-zero"
     ONLY_SLOT_0_CHECKED = "only-slot-0-checked"
@@ -69,18 +65,6 @@ class Bug(StrEnum):
     SEED_IGNORED = "seed-ignored"
     UNTRACKED_GRADS = "untracked-grads"
     RECURSIVE_TOPO = "recursive-topo"
-    WRONG_DERIVATIVE_ADD = "wrong-derivative-add"
-    WRONG_DERIVATIVE_SUB = "wrong-derivative-sub"
-    WRONG_DERIVATIVE_MUL = "wrong-derivative-mul"
-    WRONG_DERIVATIVE_DIV = "wrong-derivative-div"
-    WRONG_DERIVATIVE_NEG = "wrong-derivative-neg"
-    WRONG_DERIVATIVE_POW = "wrong-derivative-pow"
-    WRONG_DERIVATIVE_EXP = "wrong-derivative-exp"
-    WRONG_DERIVATIVE_LOG = "wrong-derivative-log"
-    WRONG_DERIVATIVE_TANH = "wrong-derivative-tanh"
-    WRONG_DERIVATIVE_RELU = "wrong-derivative-relu"
-    WRONG_DERIVATIVE_SIGMOID = "wrong-derivative-sigmoid"
-    WRONG_DERIVATIVE_SQRT = "wrong-derivative-sqrt"
     DIV_BY_RECIPROCAL = "div-by-reciprocal"
     DIV_DERIVATIVE_SQUARED = "div-derivative-squared"
     POW_DERIVATIVE_AT_C_0 = "pow-derivative-at-c-0"
@@ -172,10 +156,26 @@ _SPECIFIC_FIRST = (
     "derivative-unchecked",  # before wrong-derivative-log/pow, which also let log(5e-324), pow(0; 0.5) through
     "accumulation-checked-first",  # before partial-commit, which fails the same way when the first commit overflows
 )
+_MEMBERS = {bug.value: bug for bug in Bug}
+
+
+def _named(name: str) -> str:
+    """The ``Bug`` member of this name, or the name itself for an op's wrong derivative."""
+    if name in _MEMBERS:
+        return _MEMBERS[name]
+    if name.startswith("wrong-derivative-") and name.removeprefix("wrong-derivative-") in WRONG_DERIVATIVES:
+        return name
+    raise ValueError(f"unknown bug {name!r}")
+
+
 _ORDERED = {**{bug: _DESCRIPTIONS[bug] for bug in _SPECIFIC_FIRST}, **_DESCRIPTIONS}
-#: Every bug of the catalogue by its ``Bug`` (a name missing from the enum fails here, at import).
-BUGS: dict[Bug, str] = {Bug(name): description for name, description in _ORDERED.items()}
-assert set(BUGS) == set(Bug), "every Bug has a description and every description a Bug"
+#: Every bug of the catalogue by its name (a ``Bug``, or ``wrong-derivative-OP``) -> its description.
+BUGS: dict[str, str] = {_named(name): description for name, description in _ORDERED.items()}
+#: Every bug name of the catalogue, in the diagnosis's order.
+CATALOGUE: tuple[str, ...] = tuple(BUGS)
+assert set(BUGS) == {*Bug, *(f"wrong-derivative-{op}" for op in WRONG_DERIVATIVES)}, (
+    "every bug has a description and every description a bug"
+)
 _NAMES = {description: bug for bug, description in BUGS.items()}
 
 
@@ -202,7 +202,7 @@ class MutantEngine:
     def __init__(self, bug: Optional[str] = None, *, unchecked: Iterable[str] = ()) -> None:
         if bug is not None and bug not in BUGS:
             raise ValueError(f"unknown bug {bug!r}; known: {', '.join(BUGS)}")
-        self.bug: Optional[Bug] = None if bug is None else Bug(bug)
+        self.bug: Optional[str] = None if bug is None else _named(bug)
         self.unchecked = frozenset(unchecked)
         """Error kinds this engine never raises (an adapter's undeclared ``error_kinds``): it computes on instead."""
         self._created: list[_Node] = []  # every node of the current program, in creation order

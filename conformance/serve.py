@@ -22,21 +22,18 @@ import sys
 import traceback
 from typing import Any, Callable, Optional, Sequence, TextIO
 
+from .optable import HARNESS_OPS
 from .program import Program, ProgramError, Step, parse_program
 from .protocol import PROTOCOL_VERSION, Observation, Result, decode_run_request, encode_result
 from .wire import dumps_line, loads
 
-#: Each op as Python spells it on an operator-overloading engine's values: the operator for add, sub, mul, div
-#: and neg, the method of the same name for exp, log, tanh, relu, sigmoid, sqrt and detach (pow takes its exponent
-#: apart).
+#: Each op as Python spells it on an operator-overloading engine's values (each row's ``python`` in the harness's
+#: op table, conformance/optable.py: the operator for add, sub, mul, div and neg, the method of the same name for
+#: the others), and detach's method; pow takes its exponent apart.
 #: The wrappers of micrograd, micrograd-rust, tinygrad, torch and autograd start from it.
 PYTHON_OPS: dict[str, Callable[..., Any]] = {
-    "add": operator.add,
-    "sub": operator.sub,
-    "mul": operator.mul,
-    "div": operator.truediv,
-    "neg": operator.neg,
-    **{name: operator.methodcaller(name) for name in ("exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach")},
+    **{name: row.python for name, row in HARNESS_OPS.items() if row.python is not None},
+    "detach": operator.methodcaller("detach"),
 }
 
 #: From a program to one observation per step: typed, or plain data in the wire's shape. A function of two

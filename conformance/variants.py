@@ -55,48 +55,12 @@ from reference.errors import NonFiniteContribution, NonFinitePassAdjoint, NonFin
 from reference.ops import IEEE_EXACT_OPS, OPS
 
 from .mutants import MutantEngine, _Node
+from .optable import HARNESS_OPS, LIBM_TANH
 from .program import DECLARABLE_OPS, Program
 from .protocol import LEVELS, Observation, Profile
 from .transport import AdapterFault, DirectTransport, Handshake
 
 _IEEE = gmpy2.ieee(64)
-
-
-def _odd_integer(c: float) -> bool:
-    return float(c).is_integer() and abs(c) < 2.0**53 and int(c) % 2 == 1
-
-
-def _libm(function: Callable[..., float]) -> Callable[..., float]:
-    # The platform's math function with the IEEE result (as C's libm returns it) where Python's math
-    # raises instead. pow keeps the sign of a negative base, or of a zero base, for an odd integer exponent.
-    def ieee(*args: float) -> float:
-        try:
-            return function(*args)
-        except OverflowError:
-            if function is math.pow and args[0] < 0.0 and _odd_integer(args[1]):
-                return -math.inf
-            return math.inf
-        except (ValueError, ZeroDivisionError):
-            if function is math.log and args[0] == 0.0:
-                return -math.inf
-            if function is math.pow and args[0] == 0.0 and args[1] < 0:
-                return math.copysign(math.inf, args[0]) if _odd_integer(args[1]) else math.inf
-            return math.nan
-
-    return ieee
-
-
-#: The platform's exp, log, tanh and pow (glibc here), with IEEE results where Python's math raises.
-LIBM_EXP, LIBM_LOG, LIBM_TANH, LIBM_POW = (_libm(f) for f in (math.exp, math.log, math.tanh, math.pow))
-
-
-def libm_sigmoid(a: float) -> float:
-    """sigmoid(a) from the platform's exp in the stable form the ports use (docs/contract.md section 4):
-    ``1 / (1 + exp(-a))`` for a >= 0, ``e / (1 + e)`` with ``e = exp(a)`` below 0."""
-    if a >= 0.0:
-        return 1.0 / (1.0 + LIBM_EXP(-a))
-    e = LIBM_EXP(a)
-    return e / (1.0 + e)
 
 
 #: Variant name -> (its profile, the allowances it takes).
@@ -174,19 +138,9 @@ class VariantEngine(MutantEngine):
             if "accurate-tanh-derivative" in takes:
                 return t, (sech_squared(a),)
             return t, (fma(-t, t, 1.0) if "fma" in takes else 1.0 - t * t,)
-        if "libm" in takes:
-            if op == "exp":
-                r = LIBM_EXP(a)
-                return r, (r,)
-            if op == "log":
-                return LIBM_LOG(a), (ieee_div(1.0, a),)
-            if op == "sigmoid":
-                r = libm_sigmoid(a)
-                return r, (r * (1.0 - r),)
-            if op == "pow":
-                assert exponent is not None
-                r = LIBM_POW(a, exponent)
-                return r, (0.0 if exponent == 0.0 else exponent * LIBM_POW(a, exponent - 1.0),)
+        libm = HARNESS_OPS[op].libm if op in HARNESS_OPS else None
+        if "libm" in takes and libm is not None:
+            return libm(values, exponent)
         return super()._rule(op, values, exponent)
 
     def _direct(self, consumer: _Node, slot: int) -> bool:

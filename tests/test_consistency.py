@@ -27,7 +27,7 @@ BROKEN = f"{sys.executable} {ROOT / 'adapters/broken/adapter.py'}"
 #: Every case the catalogue replays (the large ones would only slow the test: they are never replayed).
 CORPUS = [fixture for fixture in load_corpus() if fixture.size <= DIAGNOSIS_MAX_STEPS]
 BY_ID = {fixture.id: fixture for fixture in CORPUS}
-ADD = BUGS[Bug.WRONG_DERIVATIVE_ADD]
+ADD = BUGS["wrong-derivative-add"]
 
 
 def run(name, engine):
@@ -75,7 +75,7 @@ def test_a_catalogue_mistake_is_the_one_explanation_and_the_names_it_contradicts
 
 def test_a_mistake_outside_the_catalogue_gets_no_name_that_a_passing_case_contradicts():
     """The add derivative is wrong only in programs of more than six steps: a walk-dependent mistake."""
-    wrong_add = MutantEngine(Bug.WRONG_DERIVATIVE_ADD)
+    wrong_add = MutantEngine("wrong-derivative-add")
 
     def engine(program, records):
         if len(program) > 6:

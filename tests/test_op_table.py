@@ -1,8 +1,8 @@
 """Every op of the reference's table (reference.ops.OPS) has every piece the kit needs.
 
-A new op is a row in reference/ops.py plus a few hand-written pieces elsewhere
-(docs/contributing.md, "Adding an op"); this is the one named test that fails, with the
-missing piece in its message, when one of them is forgotten. The generated pieces (the
+A new op is a row in reference/ops.py, a row in the harness's table (conformance/optable.py),
+its Node method and its contract row (docs/contributing.md); this is the one named test that
+fails, with the missing piece in its message, when one of them is forgotten. The generated pieces (the
 fixture schema, hello's op list, the special-operands cases) follow the table by
 themselves and are checked by `regen --check` and tests/test_fixtures.py.
 """
@@ -14,11 +14,11 @@ import math
 import pytest
 
 from conformance.bounds import derive_bounds
-from conformance.cases.families import OP_POINTS
 from conformance.contract import load_rules
 from conformance.fixture import load_corpus
 from conformance.generate import all_cases
-from conformance.mutants import WRONG_DERIVATIVES, Bug
+from conformance.mutants import BUGS, WRONG_DERIVATIVES
+from conformance.optable import HARNESS_OPS
 from conformance.serve import PYTHON_OPS
 from conformance.variants import VariantEngine
 from reference.node import Node
@@ -33,24 +33,45 @@ CASES = all_cases()
 def test_every_op_has_every_piece(name):
     op = OPS[name]
     missing = []
+    row = HARNESS_OPS.get(name)
+    if row is None:
+        missing.append(f"conformance/optable.py: a row HarnessOp({name!r}, ...) in HARNESS_OPS")
+    else:
+        points = [point.label for point in row.points]
+        if not points:
+            missing.append(f"conformance/optable.py: the points of {name}'s row")
+        if row.python is None and not op.takes_exponent:
+            missing.append(f"conformance/optable.py: the Python spelling (python) of {name}'s row")
+        if name not in IEEE_EXACT_OPS and row.libm is None:
+            missing.append(f"conformance/optable.py: the libm rule of the inexact op {name}'s row")
+        if name not in IEEE_EXACT_OPS and "libm-rounding" not in points:
+            missing.append(f"conformance/optable.py: a libm-rounding point of the inexact op {name}")
+    if not any(f"wrong-derivative-{name}" in case.catches for case in CASES):
+        missing.append(f"a case that catches wrong-derivative-{name} (a point's catches in conformance/optable.py)")
     if not callable(getattr(Node, name, None)):
         missing.append(f"reference/node.py: a Node.{name} method")
-    if name not in WRONG_DERIVATIVES:
-        missing.append(f"conformance/mutants.py: WRONG_DERIVATIVES[{name!r}]")
-    if f"wrong-derivative-{name}" not in {str(bug) for bug in Bug}:
-        missing.append(f"conformance/mutants.py: a Bug member 'wrong-derivative-{name}'")
-    if not op.takes_exponent and name not in PYTHON_OPS:
-        missing.append(f"conformance/serve.py: PYTHON_OPS[{name!r}], its Python spelling")
-    points = [label for op_name, label, _, _ in OP_POINTS if op_name == name]
-    if not points:
-        missing.append(f"conformance/cases/families.py: OP_POINTS for {name}")
-    if not any(f"wrong-derivative-{name}" in case.catches for case in CASES):
-        missing.append(f"a case that says it catches wrong-derivative-{name} (OP_CATCHES in conformance/cases/families.py)")
     if f"op.{name}" not in RULE_IDS:
         missing.append(f"docs/contract.md: a row **`op.{name}`** in section 4's op table")
-    if name not in IEEE_EXACT_OPS and "libm-rounding" not in points:
-        missing.append(f"conformance/cases/families.py: a libm-rounding point for the inexact op {name}")
     assert not missing, f"op {name!r} lacks: " + "; ".join(missing)
+
+
+def test_the_harness_table_has_a_row_for_every_op_of_the_reference_and_no_other():
+    assert list(HARNESS_OPS) == list(OPS)
+    assert all(HARNESS_OPS[name].op is OPS[name] for name in OPS)
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_everything_derived_from_the_row_follows_it(name):
+    # What the other modules take from the row: a wrong derivative the catalogue names and a case catches,
+    # the spelling, and the point cases of the corpus.
+    row = HARNESS_OPS[name]
+    assert WRONG_DERIVATIVES[name] is row.wrong_derivative and f"wrong-derivative-{name}" in BUGS
+    if row.python is not None:
+        assert PYTHON_OPS[name] is row.python
+    for point in row.points:
+        assert f"ops/{name}/{point.label}" in CORPUS, f"ops/{name}/{point.label} is not generated"
+    for error in row.errors:
+        assert CORPUS[error.id].expected[-1].error is not None, f"{error.id} does not fail"
 
 
 @pytest.mark.parametrize("name", list(OPS))

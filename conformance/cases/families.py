@@ -6,106 +6,11 @@ that built them, so a fixture's provenance says where it came from.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
+from ..optable import HARNESS_OPS
 from ..program import parse_program
 from .case import Case
-
-#: Every op at ordinary points and at its edges: (op, label, operand values, exponent).
-#: The ``libm-rounding`` points are inputs where glibc's exp, log, tanh or pow (or sigmoid in the
-#: stable form from glibc's exp) is not correctly rounded: they show that a libm port passes inside
-#: the tolerance. sigmoid's ``saturation-rounding`` is one too: 1 - 2**-53 where the stable form gives 1.0.
-OP_POINTS: list[tuple[str, str, tuple[float, ...], Optional[float]]] = [
-    ("add", "ordinary", (2.0, 3.0), None),
-    ("add", "rounding", (0.1, 0.2), None),
-    ("add", "signed-zeros", (-0.0, -0.0), None),
-    ("sub", "ordinary", (5.0, 3.5), None),
-    ("sub", "rounding", (0.3, 0.1), None),
-    ("sub", "negative-zero", (-0.0, 0.0), None),
-    ("mul", "ordinary", (3.0, -4.0), None),
-    ("mul", "underflow-to-zero", (1e-200, 1e-200), None),
-    ("mul", "negative-zero", (-0.0, 3.0), None),
-    ("div", "ordinary", (1.0, 3.0), None),
-    ("div", "negative", (-7.0, 2.0), None),
-    ("div", "inexact-reciprocal", (1.75, 0.375), None),
-    ("div", "divisor-derivative-rounding", (0.1, 0.3), None),
-    ("div", "negative-zero", (0.0, -3.0), None),
-    ("neg", "ordinary", (3.0,), None),
-    ("neg", "positive-zero", (0.0,), None),
-    ("neg", "negative-zero", (-0.0,), None),
-    ("pow", "c-0", (2.5,), 0.0),
-    ("pow", "c-1", (2.5,), 1.0),
-    ("pow", "c-2", (2.5,), 2.0),
-    ("pow", "c-minus-1", (2.5,), -1.0),
-    ("pow", "c-half", (2.5,), 0.5),
-    ("pow", "negative-base-c-3", (-2.0,), 3.0),
-    ("pow", "negative-base-c-2", (-2.0,), 2.0),
-    ("pow", "negative-base-c-minus-1", (-3.0,), -1.0),
-    ("pow", "zero-base-c-0", (0.0,), 0.0),
-    ("pow", "zero-base-c-2", (0.0,), 2.0),
-    ("pow", "libm-rounding", (22.008,), 0.5),
-    ("pow", "negative-zero-base-c-2", (-0.0,), 2.0),
-    ("exp", "ordinary", (1.0,), None),
-    ("exp", "zero", (0.0,), None),
-    ("exp", "negative", (-2.5,), None),
-    ("exp", "near-overflow", (709.0,), None),
-    ("exp", "subnormal-result", (-740.0,), None),
-    ("exp", "underflow-to-zero", (-800.0,), None),
-    ("exp", "libm-rounding", (5.66,), None),
-    ("log", "ordinary", (2.0,), None),
-    ("log", "one", (1.0,), None),
-    ("log", "near-zero", (1e-300,), None),
-    ("log", "smallest-normal", (2.2250738585072014e-308,), None),
-    ("log", "libm-rounding", (32.461,), None),
-    ("tanh", "ordinary", (0.5,), None),
-    ("tanh", "negative", (-2.0,), None),
-    ("tanh", "zero", (0.0,), None),
-    ("tanh", "tiny", (1e-17,), None),
-    ("tanh", "negative-zero", (-0.0,), None),
-    ("tanh", "libm-rounding", (0.906,), None),
-    ("tanh", "saturated", (20.0,), None),
-    ("tanh", "saturated-negative", (-20.0,), None),
-    ("tanh", "near-saturation", (10.0,), None),
-    ("relu", "positive", (1.5,), None),
-    ("relu", "negative", (-1.5,), None),
-    ("relu", "zero", (0.0,), None),
-    ("relu", "negative-zero", (-0.0,), None),
-    ("sigmoid", "ordinary", (0.5,), None),
-    ("sigmoid", "zero", (0.0,), None),
-    ("sigmoid", "negative-zero", (-0.0,), None),
-    ("sigmoid", "negative", (-3.0,), None),
-    ("sigmoid", "libm-rounding", (2.0,), None),
-    ("sigmoid", "saturation-rounding", (37.0,), None),
-    ("sigmoid", "saturated", (40.0,), None),
-    ("sigmoid", "large-negative", (-40.0,), None),
-    ("sigmoid", "subnormal-result", (-740.0,), None),
-    ("sigmoid", "underflow-to-zero", (-746.0,), None),
-    ("sqrt", "ordinary", (2.0,), None),
-    ("sqrt", "perfect-square", (6.25,), None),
-    ("sqrt", "one", (1.0,), None),
-    ("sqrt", "subnormal", (5e-324,), None),
-    ("sqrt", "huge", (1e308,), None),
-]
-
-
-#: The catalogue's bugs (conformance/mutants.py) each op point is written to catch.
-OP_CATCHES: dict[str, tuple[str, ...]] = {
-    "ops/relu/negative-zero": ("relu-derivative-at-zero", "relu-keeps-negative-zero"),
-    "ops/relu/negative": ("wrong-derivative-relu",),
-    "ops/mul/ordinary": ("wrong-derivative-mul",),
-    "ops/div/ordinary": ("wrong-derivative-div",),
-    "ops/div/inexact-reciprocal": ("div-by-reciprocal",),
-    "ops/div/divisor-derivative-rounding": ("div-derivative-squared",),
-    "ops/neg/ordinary": ("wrong-derivative-neg",),
-    "ops/neg/positive-zero": ("signed-zero-lost",),
-    "ops/pow/c-2": ("wrong-derivative-pow",),
-    "ops/pow/zero-base-c-0": ("pow-derivative-at-c-0",),
-    "ops/exp/ordinary": ("wrong-derivative-exp",),
-    "ops/log/ordinary": ("wrong-derivative-log",),
-    "ops/tanh/ordinary": ("wrong-derivative-tanh",),
-    "ops/sigmoid/ordinary": ("wrong-derivative-sigmoid",),
-    "ops/sqrt/ordinary": ("wrong-derivative-sqrt",),
-}
 
 
 def _program(steps: list[dict[str, Any]], name: str) -> Any:
@@ -113,25 +18,49 @@ def _program(steps: list[dict[str, Any]], name: str) -> Any:
 
 
 def op_point_cases() -> list[Case]:
-    """One case per (op, point): build the operands as variables, apply the op, backward."""
+    """One case per (op, point) of the harness's op table: build the operands as variables, apply the op, backward.
+
+    The points are each row's ``points`` (conformance/optable.py); an inexact op's ``libm-rounding``
+    points are inputs where glibc's function (or sigmoid in the stable form from glibc's exp) is not
+    correctly rounded: they show that a libm port passes inside the tolerance.
+    """
     cases = []
-    for op, label, operands, exponent in OP_POINTS:
-        names = ["a", "b"][: len(operands)]
-        steps: list[dict[str, Any]] = [{"id": n, "op": "variable", "value": v} for n, v in zip(names, operands)]
-        step: dict[str, Any] = {"id": "r", "op": op, "operands": names}
-        if exponent is not None:
-            step["exponent"] = exponent
-        steps += [step, {"op": "backward", "output": "r"}]
-        shown = ", ".join(repr(v) for v in operands) + ("" if exponent is None else f"; {exponent!r}")
-        cases.append(
-            Case(
-                f"ops/{op}/{label}",
-                f"{op}({shown}): value and local derivative{'s' if len(operands) > 1 else ''} at this point.",
-                _program(steps, f"ops/{op}/{label}"),
-                "conformance.cases.families:op_point_cases",
-                catches=OP_CATCHES.get(f"ops/{op}/{label}", ()),
+    for op, row in HARNESS_OPS.items():
+        for point in row.points:
+            operands, exponent, label = point.operands, point.exponent, point.label
+            names = ["a", "b"][: len(operands)]
+            steps: list[dict[str, Any]] = [{"id": n, "op": "variable", "value": v} for n, v in zip(names, operands)]
+            step: dict[str, Any] = {"id": "r", "op": op, "operands": names}
+            if exponent is not None:
+                step["exponent"] = exponent
+            steps += [step, {"op": "backward", "output": "r"}]
+            shown = ", ".join(repr(v) for v in operands) + ("" if exponent is None else f"; {exponent!r}")
+            cases.append(
+                Case(
+                    f"ops/{op}/{label}",
+                    f"{op}({shown}): value and local derivative{'s' if len(operands) > 1 else ''} at this point.",
+                    _program(steps, f"ops/{op}/{label}"),
+                    "conformance.cases.families:op_point_cases",
+                    catches=point.catches,
+                )
             )
-        )
+    return cases
+
+
+def op_error_cases() -> list[Case]:
+    """One case per creation error of the harness's op table (each row's ``errors``): the operands as variables, then the op."""
+    cases = []
+    for op, row in HARNESS_OPS.items():
+        for error in row.errors:
+            names = ["x", "w"][: len(error.operands)]
+            steps: list[dict[str, Any]] = [{"id": n, "op": "variable", "value": v} for n, v in zip(names, error.operands)]
+            step: dict[str, Any] = {"id": "y", "op": op, "operands": names}
+            if error.exponent is not None:
+                step["exponent"] = error.exponent
+            steps.append(step)
+            cases.append(
+                Case(error.id, error.description, _program(steps, error.id), "conformance.cases.families:op_error_cases")
+            )
     return cases
 
 
@@ -246,6 +175,7 @@ def cases() -> list[Case]:
     """Every family case."""
     return [
         *op_point_cases(),
+        *op_error_cases(),
         fan_out_case(16),
         fan_out_case(1000),
         deep_chain_case(10_000),

@@ -26,7 +26,7 @@ import msgspec
 
 from .fixture import Fixture, StepBounds, agree
 from .program import Program, Step
-from .protocol import ErrorInfo, Level, Observation, PassRecord, Profile
+from .protocol import EdgeRecord, ErrorInfo, Level, NodeRecord, Observation, PassRecord, Profile
 from .wire import NON_FINITE, to_json_ready, ulp_distance
 
 #: The profile a port is compared under when it declares none (docs/contract.md section 9).
@@ -37,8 +37,13 @@ _NODE_FIELDS = ("operation", "value", "tracked", "pass_adjoint", "stored_gradien
 #: Edge-record fields compared at ``trace`` (keyed by consumer and slot) and at ``order`` (by position).
 _TRACE_EDGE_FIELDS = ("operand", "local_derivative", "upstream", "contribution", "operand_tracked")
 _ORDER_EDGE_FIELDS = ("consumer", "slot", "operand", "before", "after")
+#: The float fields of the pass record's node and edge records, compared by ulps and bounds: read from the
+#: struct definitions (every field typed ``float`` or ``Optional[float]``), so a new float field is one by itself.
 _RECORD_FLOATS = frozenset(
-    {"value", "pass_adjoint", "stored_gradient", "local_derivative", "upstream", "contribution", "before", "after"}
+    field.name
+    for record in (NodeRecord, EdgeRecord)
+    for field in msgspec.structs.fields(record)
+    if field.type in (float, Optional[float])
 )
 
 

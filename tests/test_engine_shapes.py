@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -15,10 +16,11 @@ from conformance.diagnose import DIAGNOSIS_MAX_STEPS
 from conformance.execute import run_program
 from conformance.fixture import load_corpus
 from conformance.handshake import Handshake
+from conformance.html.page import render
 from conformance.mutants import BUGS, MutantEngine
 from conformance.program import DECLARABLE_OPS
 from conformance.protocol import FEATURES, GradientScope, Level, Observation, Precision
-from conformance.report import markdown, to_json
+from conformance.report import markdown, matrix_text, to_json
 from conformance.runner import Outcome, run_adapter
 from conformance.transport import AdapterFault
 
@@ -51,6 +53,8 @@ def test_a_correct_leaves_only_engine_passes_when_it_declares_it_and_every_repor
     said = "gradients: leaves only (stored gradients compared on variables alone)"
     assert said in to_json([adapter_run])["adapters"][0]["partial"]
     assert said in markdown([adapter_run])
+    assert said in matrix_text([adapter_run])
+    assert html.escape(said, quote=True) in render([adapter_run], {f.id: f for f in CORPUS}, "versions", "date")
     # Without the declaration every non-leaf gradient is "got nothing".
     undeclared = replace(LEAVES, gradients=GradientScope.ALL)
     plain = run_adapter("leafy", EngineTransport("leafy", engine, undeclared), CORPUS, [])

@@ -52,15 +52,18 @@ def _largest_ulps(run: AdapterRun, fixtures: dict[str, Fixture]) -> Optional[flo
 def _adapters(runs: list[AdapterRun], fixtures: dict[str, Fixture]) -> str:
     rows = [
         "<table id='adapters'><tr><th>adapter</th><th>engine</th><th>version</th><th>language</th><th>profile</th>"
-        "<th>largest ulp distance (first differences)</th><th>closest agreeing float</th><th>time</th><th>compared</th></tr>"
+        "<th>declares less</th><th>largest ulp distance (first differences)</th><th>closest agreeing float</th>"
+        "<th>time</th><th>compared</th></tr>"
     ]
     for run in runs:
         attrs = f"class='filterable' data-adapter='{_e(run.name)}'"
         if not run.available:
-            rows.append(f"<tr {attrs}><td>{_e(run.name)}</td><td colspan='8'>unavailable: {_e(run.reason)}</td></tr>")
+            rows.append(f"<tr {attrs}><td>{_e(run.name)}</td><td colspan='9'>unavailable: {_e(run.reason)}</td></tr>")
             continue
         hello = run.handshake
         engine = [hello.name, hello.version, hello.language, hello.profile] if hello is not None else ["?", "?", "?", "?"]
+        # What it declared less than in full (leaves-only gradients, float32, error kinds, ...), as every report says.
+        engine.append(("; ".join(hello.partial()) or "nothing") if hello is not None else "?")
         ulps = _largest_ulps(run, fixtures)
         shown = (
             "none (no wrong answer)"

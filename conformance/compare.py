@@ -116,6 +116,20 @@ def single_precision(differences: Sequence[Difference]) -> bool:
     return all(_float32_of(as_float(d.expected), as_float(d.actual)) for d in differences)
 
 
+def float32_rounding(differences: Sequence[Difference]) -> bool:
+    """Whether some difference is float32's rounding of a float in its normal range, not only its underflow or overflow.
+
+    A float64 engine whose formula underflows to 0 or overflows to inf where the contract's does not (scipy's
+    ``expit(-740)`` is ``1 / (1 + exp(740))``, 0.0) has differences ``single_precision`` also accepts: only a
+    float32 number near a value float32 holds as a normal number shows an engine computing in single precision.
+    """
+    return any(
+        FLOAT32_TINIEST_NORMAL <= abs(expected) <= FLOAT32_MAX and _float32_of(expected, as_float(d.actual))
+        for d in differences
+        if (expected := as_float(d.expected)) is not None and math.isfinite(expected)
+    )
+
+
 def _float32_of(expected: Optional[float], actual: Optional[float]) -> bool:
     """Whether ``actual`` is what single precision makes of ``expected`` (``single_precision``)."""
     if expected is None or actual is None or not math.isfinite(expected) or actual == expected:

@@ -42,6 +42,8 @@ class Judged(Protocol):
     def compared(self) -> int: ...
     @property
     def single_precision(self) -> bool: ...
+    @property
+    def float32_rounding(self) -> bool: ...
 
 
 R = TypeVar("R", bound=Judged)
@@ -74,6 +76,8 @@ class Explanation:
     """How many of the wrong answers are in cases too large to replay (over ``DIAGNOSIS_MAX_STEPS`` steps)."""
     single_precision: int = 0
     """How many of the wrong answers differ only by float32 rounding (``compare.single_precision``)."""
+    float32_rounded: int = 0
+    """How many of those show float32's rounding of a normal float, not only its underflow or overflow."""
 
     def line(self) -> Optional[str]:
         """The summary line every report shows, or None when there was no wrong answer."""
@@ -101,6 +105,8 @@ class Explanation:
         """One line when wrong answers differ from the contract by float32 rounding alone, or None."""
         if not self.single_precision or 2 * self.single_precision < self.wrong:
             return None  # a few wrong floats that happen to be float32 numbers near the right one say nothing
+        if not self.float32_rounded:
+            return None  # underflow to 0 or overflow to inf alone is what a float64 formula that gives out early does too
         how = (
             f"the contract's value as float32 makes it (within {FLOAT32_ULPS} float32 ulps; infinite past float32's "
             "largest value, underflowed below its smallest normal one)"
@@ -170,7 +176,8 @@ def explain_run(
     counts = tuple(sorted(tally.items(), key=lambda item: (-item[1], order[item[0]])))
     unreplayed = sum(1 for r in wrong if not _can_replay(fixtures.get(r.case)))
     single = sum(1 for r in wrong if r.single_precision)
-    return kept, Explanation(len(wrong), counts, tuple(set_aside), unreplayed, single)
+    rounded = sum(1 for r in wrong if r.single_precision and r.float32_rounding)
+    return kept, Explanation(len(wrong), counts, tuple(set_aside), unreplayed, single, rounded)
 
 
 def _is_wrong(result: Judged) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .compare import Difference, compare_fields, single_precision
+from .compare import Difference, compare_fields, float32_rounding, single_precision
 from .consistency import Explanation, explain_run
 from .contract import Rule, rules_for_case
 from .diagnose import Diagnoser, diagnose_error
@@ -128,6 +128,8 @@ class Result:
     """Floats that agreed although only their sign of zero differed (``compare.Comparison``), each described."""
     single_precision: bool = False
     """A wrong answer whose every difference is float32 rounding of the expected float (``compare.single_precision``)."""
+    float32_rounding: bool = False
+    """Some difference of it is float32's rounding of a float in float32's normal range (``compare.float32_rounding``)."""
     first_difference: Optional[Difference] = None
     """A wrong answer's first difference (its ``message`` describes it), for the shrinker."""
 
@@ -143,6 +145,8 @@ class Result:
         data["compared"] = self.compared
         if self.single_precision:
             data["single_precision"] = True
+        if self.float32_rounding:
+            data["float32_rounding"] = True
         if self.outcome == Outcome.FAILED:
             data["rules"] = [rule.id for rule in self.rules()]
         return data
@@ -163,6 +167,7 @@ class Result:
             data.get("stderr", ""),
             int(data.get("compared") or 0),
             single_precision=bool(data.get("single_precision")),
+            float32_rounding=bool(data.get("float32_rounding")),
         )
 
     def rules(self) -> list[Rule]:
@@ -677,6 +682,7 @@ def run_case(
                 stderr,
                 comparison.compared,
                 single_precision=single_precision(differences),
+                float32_rounding=float32_rounding(differences),
                 first_difference=first,
             )
         else:

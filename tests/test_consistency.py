@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 from inprocess import EngineTransport
 
 from conformance.compare import compare_level
@@ -138,6 +139,24 @@ def test_an_engine_in_single_precision_gets_one_line_saying_so(tmp_path):
 
 def test_a_wrong_answer_that_is_not_float32_rounding_is_not_called_single_precision():
     adapter_run = run("assign", MutantEngine(Bug.ASSIGN).run)
+    assert adapter_run.explanation is not None and adapter_run.explanation.precision_line() is None
+
+
+def test_a_float64_formula_that_underflows_early_is_not_called_single_precision():
+    # scipy's expit(-740), autograd's sigmoid, is 1 / (1 + exp(740)) = 0.0 where the contract's is 4.2e-322 (seen on
+    # autograd 1.9.1 with scipy): a difference single precision would also make, and yet a float64 engine's.
+    def engine(program, records):
+        observations = run_program(program, record_pass=records)
+        return [
+            msgspec.structs.replace(seen, value=0.0)
+            if step.op == "sigmoid" and seen.value is not None and 0.0 < seen.value < 1e-300
+            else seen
+            for step, seen in zip(program, observations)
+        ]
+
+    adapter_run = run("early-underflow", engine)
+    wrong = [r for r in adapter_run.results if r.outcome == Outcome.FAILED]
+    assert wrong and all(r.single_precision and not r.float32_rounding for r in wrong), wrong
     assert adapter_run.explanation is not None and adapter_run.explanation.precision_line() is None
 
 

@@ -38,7 +38,7 @@ from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "autograd", "version": version("autograd"), "language": "python"},
-    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sqrt", "detach"],
     "levels": ["values", "gradients"],
     "features": ["seed"],
     "profile": "numeric",
@@ -50,7 +50,17 @@ OPS: dict[str, Callable[..., Any]] = {
     "log": np.log,
     "tanh": np.tanh,
     "relu": lambda a: np.maximum(a, 0.0),
+    "sqrt": np.sqrt,
 }
+
+# autograd's sigmoid is scipy's expit (autograd.scipy.special), so it is declared only where scipy is installed.
+try:
+    from autograd.scipy.special import expit
+except ImportError:  # pragma: no cover - depends on scipy being installed
+    pass
+else:
+    OPS["sigmoid"] = expit
+    HELLO["ops"].insert(-1, "sigmoid")
 
 
 def _apply(step: Step, operands: list[Any]) -> Any:

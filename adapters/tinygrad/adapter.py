@@ -54,7 +54,7 @@ from conformance.serve import PYTHON_OPS, by_steps, serve
 
 HELLO = {
     "engine": {"name": "tinygrad", "version": version("tinygrad"), "language": "python"},
-    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"],
     "levels": ["values", "gradients"],
     "features": ["seed"],
     "profile": "numeric",

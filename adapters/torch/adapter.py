@@ -2,7 +2,7 @@
 
 Variables are ``torch.tensor(v, dtype=float64, requires_grad=True)``,
 constants the same without ``requires_grad``, detach is ``Tensor.detach()``,
-ops are torch's own (``torch.exp``, ``torch.relu``, ``a ** c``, ...), every
+ops are torch's own (``torch.exp``, ``torch.relu``, ``torch.sigmoid``, ``torch.sqrt``, ``a ** c``, ...), every
 non-leaf result calls ``retain_grad()`` so its stored gradient is observable,
 and backward is ``output.backward(gradient=seed, retain_graph=True)``.
 ``tracked`` is ``requires_grad``; a tracked tensor whose ``.grad`` is still
@@ -27,13 +27,21 @@ from conformance.serve import PYTHON_OPS, StepHook, by_steps, serve
 
 HELLO = {
     "engine": {"name": "pytorch", "version": torch.__version__, "language": "python"},
-    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "detach"],
+    "ops": ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "tanh", "relu", "sigmoid", "sqrt", "detach"],
     "levels": ["values", "gradients"],
     "features": ["seed"],
     "profile": "numeric",
 }
 
-OPS = {**PYTHON_OPS, "exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu}
+OPS = {
+    **PYTHON_OPS,
+    "exp": torch.exp,
+    "log": torch.log,
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "sigmoid": torch.sigmoid,
+    "sqrt": torch.sqrt,
+}
 
 
 def start(records: bool = True) -> StepHook:

@@ -26,25 +26,23 @@ import msgspec
 
 from .fixture import Fixture, StepBounds, agree
 from .program import Program, Step
-from .protocol import EdgeRecord, ErrorInfo, Level, NodeRecord, Observation, PassRecord, Profile
+from .protocol import EDGE_FLOATS, NODE_FLOATS, EdgeRecord, ErrorInfo, Level, NodeRecord, Observation, PassRecord, Profile
 from .wire import NON_FINITE, to_json_ready, ulp_distance
 
 #: The profile a port is compared under when it declares none (docs/contract.md section 9).
 DEFAULT_PROFILE = Profile.CONTRACT
 
-#: Node-record fields compared at ``trace``.
-_NODE_FIELDS = ("operation", "value", "tracked", "pass_adjoint", "stored_gradient")
-#: Edge-record fields compared at ``trace`` (keyed by consumer and slot) and at ``order`` (by position).
-_TRACE_EDGE_FIELDS = ("operand", "local_derivative", "upstream", "contribution", "operand_tracked")
-_ORDER_EDGE_FIELDS = ("consumer", "slot", "operand", "before", "after")
-#: The float fields of the pass record's node and edge records, compared by ulps and bounds: read from the
-#: struct definitions (every field typed ``float`` or ``Optional[float]``), so a new float field is one by itself.
-_RECORD_FLOATS = frozenset(
-    field.name
-    for record in (NodeRecord, EdgeRecord)
-    for field in msgspec.structs.fields(record)
-    if field.type in (float, Optional[float])
+#: Node-record fields compared at ``trace``: every field of the record but its key (``NodeRecord.KEY``).
+_NODE_FIELDS = tuple(field for field in NodeRecord.__struct_fields__ if field not in NodeRecord.KEY)
+#: Edge-record fields compared at ``trace`` (keyed by consumer and slot): every field but the key and the running sums.
+_TRACE_EDGE_FIELDS = tuple(
+    field for field in EdgeRecord.__struct_fields__ if field not in EdgeRecord.KEY and field not in EdgeRecord.RUNNING
 )
+#: Edge-record fields compared at ``order`` (by position).
+_ORDER_EDGE_FIELDS = EdgeRecord.ORDER
+#: The float fields of the pass record's node and edge records, compared by ulps and bounds: read from the
+#: struct definitions (``protocol.record_floats``), so a new float field is one by itself.
+_RECORD_FLOATS = frozenset(NODE_FLOATS + EDGE_FLOATS)
 
 
 @dataclass(frozen=True)

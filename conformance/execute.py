@@ -8,7 +8,7 @@ touches a node it should not is visible. Nodes are named by program id everywher
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Iterable, Optional, TypeVar
 
 import reference
 from reference import Node
@@ -16,7 +16,7 @@ from reference import PassRecord as ReferencePassRecord
 
 from .observe import observe
 from .program import Program, ProgramError, Step
-from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
+from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord, record_ids
 
 
 class ReferenceSession:
@@ -72,16 +72,27 @@ def run_program(program: Program, *, record_pass: bool = True) -> list[Observati
 
 def pass_record(record: ReferencePassRecord, names: dict[Node, str]) -> PassRecord:
     """The reference's pass record with nodes named by program id."""
-    # From the record's raw columns and rows: the same numbers as ``record.nodes``/``record.edges``,
-    # without building the reference's record objects first.
+    # From the record's raw rows: the same numbers as ``record.nodes``/``record.edges``, without building the
+    # reference's record objects first. A row holds the fields of the wire type in its order (the reference's
+    # record types have the protocol's field names, tests/test_observation_fields.py), node handles where the
+    # wire type has a ``NodeId``.
     return PassRecord(
         seed=record.seed,
-        nodes=[
-            NodeRecord(names[node], node.operation, node.value, node.tracked, pass_adjoint, stored)
-            for node, pass_adjoint, stored in zip(record.topology, record.pass_adjoints, record.stored_gradients)
-        ],
-        edges=[
-            EdgeRecord(names[consumer], slot, names[operand], local, upstream, contribution, tracked, before, after)
-            for consumer, slot, operand, local, upstream, contribution, tracked, before, after in record.edge_rows()
-        ],
+        nodes=_named(NodeRecord, record.node_rows(), names),
+        edges=_named(EdgeRecord, record.edge_rows(), names),
     )
+
+
+_R = TypeVar("_R", NodeRecord, EdgeRecord)
+
+
+def _named(wire: type[_R], rows: Iterable[tuple[Any, ...]], names: dict[Node, str]) -> list[_R]:
+    """Each row as the wire record, its node handles named by program id."""
+    ids = [wire.__struct_fields__.index(name) for name in record_ids(wire)]
+    out = []
+    for row in rows:
+        cells = list(row)
+        for column in ids:
+            cells[column] = names[cells[column]]
+        out.append(wire(*cells))
+    return out

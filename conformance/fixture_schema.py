@@ -3,21 +3,24 @@
 ``conformance regen`` writes it and ``regen --check`` fails when the file differs, as for
 docs/protocol.schema.json: the op enums come from reference.ops.OPS (by arity, and the ops
 that take an exponent), the levels and features from the protocol, the error kinds from
-reference.errors, the format from conformance.fixture. A new op, level, feature or error
-kind therefore reaches the schema without a hand edit.
+reference.errors, the format from conformance.fixture, the pass record's node and edge objects
+from their wire types. A new op, level, feature, error kind or record field therefore reaches the
+schema without a hand edit.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 from reference.errors import ERROR_KINDS
 from reference.ops import OPS
 
 from .fixture import FORMAT_VERSION
 from .program import DECLARABLE_OPS, LEAF_OPS
-from .protocol import FEATURES, LEVELS
+from .protocol import FEATURES, LEVELS, EdgeRecord, NodeId, NodeRecord
 
 
 def fixture_schema() -> dict[str, Any]:
@@ -207,51 +210,8 @@ def fixture_schema() -> dict[str, Any]:
                 "required": ["seed", "nodes", "edges"],
                 "properties": {
                     "seed": {"$ref": "#/$defs/float"},
-                    "nodes": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["node", "operation", "value", "tracked", "pass_adjoint", "stored_gradient"],
-                            "properties": {
-                                "node": {"$ref": "#/$defs/node_id"},
-                                "operation": {"type": "string"},
-                                "value": {"$ref": "#/$defs/float"},
-                                "tracked": {"type": "boolean"},
-                                "pass_adjoint": {"$ref": "#/$defs/nullable_float"},
-                                "stored_gradient": {"$ref": "#/$defs/nullable_float"},
-                            },
-                        },
-                    },
-                    "edges": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": [
-                                "consumer",
-                                "slot",
-                                "operand",
-                                "local_derivative",
-                                "upstream",
-                                "contribution",
-                                "operand_tracked",
-                                "before",
-                                "after",
-                            ],
-                            "properties": {
-                                "consumer": {"$ref": "#/$defs/node_id"},
-                                "slot": {"type": "integer", "minimum": 0},
-                                "operand": {"$ref": "#/$defs/node_id"},
-                                "local_derivative": {"$ref": "#/$defs/float"},
-                                "upstream": {"$ref": "#/$defs/float"},
-                                "contribution": {"$ref": "#/$defs/float"},
-                                "operand_tracked": {"type": "boolean"},
-                                "before": {"$ref": "#/$defs/nullable_float"},
-                                "after": {"$ref": "#/$defs/nullable_float"},
-                            },
-                        },
-                    },
+                    "nodes": {"type": "array", "items": _record_schema(NodeRecord)},
+                    "edges": {"type": "array", "items": _record_schema(EdgeRecord)},
                 },
             },
             "observation": {
@@ -283,6 +243,28 @@ def fixture_schema() -> dict[str, Any]:
                 ]
             },
         },
+    }
+
+
+#: The schema of each type a record field has (``_record_schema``).
+_FIELD_SCHEMAS: dict[Any, dict[str, Any]] = {
+    NodeId: {"$ref": "#/$defs/node_id"},
+    str: {"type": "string"},
+    float: {"$ref": "#/$defs/float"},
+    Optional[float]: {"$ref": "#/$defs/nullable_float"},
+    bool: {"type": "boolean"},
+    int: {"type": "integer", "minimum": 0},
+}
+
+
+def _record_schema(record: type[msgspec.Struct]) -> dict[str, Any]:
+    """A pass record's node or edge object, made from its wire type (conformance.protocol): every field required."""
+    fields = msgspec.structs.fields(record)
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [field.name for field in fields],
+        "properties": {field.name: _FIELD_SCHEMAS[field.type] for field in fields},
     }
 
 

@@ -18,9 +18,10 @@ that check costs nothing on a reply without a string where a float goes.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from enum import StrEnum
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Annotated, Any, ClassVar, Iterator, Optional, Sequence, Union
 
 import msgspec
 import msgspec.inspect
@@ -152,10 +153,30 @@ class ErrorInfo(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
         return {name: getattr(self, name) for name in self.__struct_fields__[1:] if getattr(self, name) is not None}
 
 
-class NodeRecord(msgspec.Struct, forbid_unknown_fields=True):
-    """One node of a pass's topology; ``pass_adjoint`` and ``stored_gradient`` are None when untracked."""
+class ProgramId:
+    """The marker of a record field that names a node by its program id (``NodeId``): the fixture schema's ``node_id``."""
 
-    node: str
+
+#: A record field that names a node by its program id (docs/contract.md section 8); on the wire, a string.
+NodeId = Annotated[str, ProgramId]
+
+
+# A record's fields are the contract's ``record.pass`` fields, in the order of the reference's record types
+# (reference.record, the same names: tests/test_observation_fields.py). The comparison, an observation's floats,
+# the fixture schema and the reference's observation are read from these definitions (docs/contributing.md,
+# "Adding an observation field").
+
+
+class NodeRecord(msgspec.Struct, forbid_unknown_fields=True):
+    """One node of a pass's topology; ``pass_adjoint`` and ``stored_gradient`` are None when untracked.
+
+    ``trace`` compares every field but ``node`` (the key it is matched on); a float one by ulps and bounds.
+    """
+
+    KEY: ClassVar[tuple[str, ...]] = ("node",)
+    """The field that says which node a record is: records are matched on it, not compared."""
+
+    node: NodeId
     operation: str
     value: float
     tracked: bool
@@ -167,17 +188,44 @@ class EdgeRecord(msgspec.Struct, forbid_unknown_fields=True):
     """One operand edge as backward walked it: (consumer, slot) -> operand.
 
     ``before`` and ``after`` are the operand's pass adjoint around this edge, None when it is untracked.
+    ``trace`` compares every field but ``before`` and ``after``, matched by (consumer, slot); ``order``
+    compares consumer, slot, operand, before and after position by position.
     """
 
-    consumer: str
+    KEY: ClassVar[tuple[str, ...]] = ("consumer", "slot")
+    """The fields that say which edge a record is: ``trace`` matches records on them."""
+    RUNNING: ClassVar[tuple[str, ...]] = ("before", "after")
+    """The operand's running sum around the edge: it depends on the processing order, so only ``order`` compares it."""
+    ORDER: ClassVar[tuple[str, ...]] = ("consumer", "slot", "operand", "before", "after")
+    """What ``order`` compares at each position of the walk."""
+
+    consumer: NodeId
     slot: int
-    operand: str
+    operand: NodeId
     local_derivative: float
     upstream: float
     contribution: float
     operand_tracked: bool
     before: Optional[float]
     after: Optional[float]
+
+
+def record_floats(record: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The float fields of a record type (typed ``float`` or ``Optional[float]``), in order: compared by ulps and bounds."""
+    return tuple(field.name for field in msgspec.structs.fields(record) if field.type in (float, Optional[float]))
+
+
+def record_ids(record: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The fields of a record type that name a node by program id (typed ``NodeId``), in order."""
+    return tuple(field.name for field in msgspec.structs.fields(record) if field.type == NodeId)
+
+
+#: The float fields of a node record and of an edge record (``record_floats``).
+NODE_FLOATS = record_floats(NodeRecord)
+EDGE_FLOATS = record_floats(EdgeRecord)
+#: The edge floats an observation's ``floats()`` keys by the edge (CONSUMER:SLOT) and those it keys by position.
+_EDGE_OWN_FLOATS = tuple(name for name in EDGE_FLOATS if name not in EdgeRecord.RUNNING)
+_EDGE_RUNNING_FLOATS = tuple(name for name in EDGE_FLOATS if name in EdgeRecord.RUNNING)
 
 
 class PassRecord(msgspec.Struct, forbid_unknown_fields=True):
@@ -227,16 +275,17 @@ class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True
                     out[f"error.{name}"] = field
         if self.pass_ is not None:
             for node in self.pass_.nodes:
-                for key in ("value", "pass_adjoint", "stored_gradient"):
+                for key in NODE_FLOATS:
                     number = getattr(node, key)
                     if number is not None:
                         out[f"pass.nodes[{node.node}].{key}"] = number
             for position, edge in enumerate(self.pass_.edges):
                 where = f"pass.edges[{edge.consumer}:{edge.slot}]"
-                out[f"{where}.local_derivative"] = edge.local_derivative
-                out[f"{where}.upstream"] = edge.upstream
-                out[f"{where}.contribution"] = edge.contribution
-                for key in ("before", "after"):
+                for key in _EDGE_OWN_FLOATS:
+                    number = getattr(edge, key)
+                    if number is not None:
+                        out[f"{where}.{key}"] = number
+                for key in _EDGE_RUNNING_FLOATS:
                     number = getattr(edge, key)
                     if number is not None:
                         out[f"pass.edges[{position}].{key}"] = number
@@ -632,11 +681,14 @@ def _finite(observation: Observation) -> bool:
     record = observation.pass_
     if record is not None:
         total += record.seed
-        total += sum(n.value + (n.pass_adjoint or 0.0) + (n.stored_gradient or 0.0) for n in record.nodes)
-        total += sum(
-            e.local_derivative + e.upstream + e.contribution + (e.before or 0.0) + (e.after or 0.0) for e in record.edges
-        )
+        # Every float field of the records (read from their definitions, so a new one is summed too).
+        total += sum(value for node in record.nodes for value in _NODE_FLOAT_VALUES(node) if value is not None)
+        total += sum(value for edge in record.edges for value in _EDGE_FLOAT_VALUES(edge) if value is not None)
     return math.isfinite(total)
+
+
+_NODE_FLOAT_VALUES = operator.attrgetter(*NODE_FLOATS)
+_EDGE_FLOAT_VALUES = operator.attrgetter(*EDGE_FLOATS)
 
 
 def run_request(case: str, program: Program, records: bool = True) -> bytes:

@@ -68,10 +68,12 @@ class PassRecord:
     @cached_property
     def nodes(self) -> tuple[NodeRecord, ...]:
         """Every node of the topology, in canonical order, output last."""
-        return tuple(
-            NodeRecord(node, node.operation, node.value, node.tracked, pass_adjoint, stored)
-            for node, pass_adjoint, stored in zip(self.topology, self.pass_adjoints, self.stored_gradients)
-        )
+        return tuple(NodeRecord(*row) for row in self.node_rows())
+
+    def node_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The fields of every NodeRecord, in order, without building the records."""
+        for node, pass_adjoint, stored in zip(self.topology, self.pass_adjoints, self.stored_gradients):
+            yield node, node.operation, node.value, node.tracked, pass_adjoint, stored
 
     @cached_property
     def edges(self) -> tuple[EdgeRecord, ...]:

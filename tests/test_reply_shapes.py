@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
+from conformance.fixture import FIXTURES_DIR, load_fixture
 from conformance.program import parse_program
 from conformance.protocol import (
     ErrorInfo,
-    NodeRecord,
     Observation,
     PassRecord,
     ProtocolError,
@@ -63,7 +63,11 @@ def test_a_reply_with_a_misshapen_observation_names_the_step_and_the_shapes():
 
 
 def test_a_reply_names_non_finite_floats_and_keeps_the_nulls_of_untracked_nodes():
-    untracked = NodeRecord("c", "constant", 2.0, False, None, None)
+    # An untracked node's record as the reference gives it (its pass_adjoint and stored_gradient are None).
+    constants = load_fixture(FIXTURES_DIR / "structure" / "constants-untracked.json")
+    records = [o.pass_ for o in constants.expected if o.pass_ is not None]
+    untracked = next(node for node in records[0].nodes if not node.tracked)
+    assert untracked.pass_adjoint is None and untracked.stored_gradient is None
     finite = Result("shapes", [Observation(gradients={}, pass_=PassRecord(1.0, [untracked]))])
     assert b'"pass_adjoint":null,"stored_gradient":null' in encode_result(finite)
     assert decode_reply(encode_result(finite), "shapes", PROGRAM[2:3])[0].pass_ == finite.observations[0].pass_

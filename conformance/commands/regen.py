@@ -23,6 +23,7 @@ from typing import Optional
 
 from ..contract import docs_dir
 from ..corpora import KIT_WORD
+from ..doc_example import with_example
 from ..errors import UsageError
 from ..files import refuse_installed_package, write_atomic
 from ..fixture import FIXTURES_DIR, SCHEMA_NAME, in_checkout
@@ -114,15 +115,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _schema(check_only: bool) -> bool:
-    """Check (or, in the checkout, write) the two generated schemas; False when one is stale.
+    """Check (or, in the checkout, write) the two generated schemas and the protocol's example; False when one is stale.
 
     docs/protocol.schema.json comes from the message types, fixtures/fixture.schema.json from
-    the op table and the kit's other tables (conformance.fixture_schema).
+    the op table and the kit's other tables (conformance.fixture_schema), and the example reply
+    of docs/protocol.md from the reference's run of its case (conformance.doc_example).
     """
     fresh = True
+    protocol_doc = docs_dir() / "protocol.md"
     for path, text, what in (
         (docs_dir() / SCHEMA_FILE, schema_text(), "the protocol schema"),
         (FIXTURES_DIR / SCHEMA_NAME, fixture_schema_text(), "the fixture schema"),
+        (protocol_doc, with_example(protocol_doc.read_text(encoding="utf-8")), "the protocol's example reply"),
     ):
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current == text:

@@ -8,7 +8,7 @@ touches a node it should not is visible. Nodes are named by program id everywher
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, TypeVar
+from typing import Optional
 
 import reference
 from reference import Node
@@ -16,7 +16,7 @@ from reference import PassRecord as ReferencePassRecord
 
 from .observe import observe
 from .program import Program, ProgramError, Step
-from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord, record_ids
+from .protocol import EdgeRecord, NodeRecord, Observation, PassRecord
 
 
 class ReferenceSession:
@@ -74,25 +74,10 @@ def pass_record(record: ReferencePassRecord, names: dict[Node, str]) -> PassReco
     """The reference's pass record with nodes named by program id."""
     # From the record's raw rows: the same numbers as ``record.nodes``/``record.edges``, without building the
     # reference's record objects first. A row holds the fields of the wire type in its order (the reference's
-    # record types have the protocol's field names, tests/test_observation_fields.py), node handles where the
-    # wire type has a ``NodeId``.
+    # record types have the protocol's field names, tests/test_observation_fields.py), its nodes named here.
+    name = names.__getitem__
     return PassRecord(
         seed=record.seed,
-        nodes=_named(NodeRecord, record.node_rows(), names),
-        edges=_named(EdgeRecord, record.edge_rows(), names),
+        nodes=[NodeRecord(*row) for row in record.node_rows(name)],
+        edges=[EdgeRecord(*row) for row in record.edge_rows(name)],
     )
-
-
-_R = TypeVar("_R", NodeRecord, EdgeRecord)
-
-
-def _named(wire: type[_R], rows: Iterable[tuple[Any, ...]], names: dict[Node, str]) -> list[_R]:
-    """Each row as the wire record, its node handles named by program id."""
-    ids = [wire.__struct_fields__.index(name) for name in record_ids(wire)]
-    out = []
-    for row in rows:
-        cells = list(row)
-        for column in ids:
-            cells[column] = names[cells[column]]
-        out.append(wire(*cells))
-    return out

@@ -215,11 +215,6 @@ def record_floats(record: type[msgspec.Struct]) -> tuple[str, ...]:
     return tuple(field.name for field in msgspec.structs.fields(record) if field.type in (float, Optional[float]))
 
 
-def record_ids(record: type[msgspec.Struct]) -> tuple[str, ...]:
-    """The fields of a record type that name a node by program id (typed ``NodeId``), in order."""
-    return tuple(field.name for field in msgspec.structs.fields(record) if field.type == NodeId)
-
-
 #: The float fields of a node record and of an edge record (``record_floats``).
 NODE_FLOATS = record_floats(NodeRecord)
 EDGE_FLOATS = record_floats(EdgeRecord)

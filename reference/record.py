@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 if TYPE_CHECKING:
     from .node import Node
+
+
+def _itself(node: "Node") -> Any:
+    """A node as a record holds it by default: the handle itself."""
+    return node
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +75,18 @@ class PassRecord:
         """Every node of the topology, in canonical order, output last."""
         return tuple(NodeRecord(*row) for row in self.node_rows())
 
-    def node_rows(self) -> Iterator[tuple[Any, ...]]:
-        """The fields of every NodeRecord, in order, without building the records."""
+    def node_rows(self, name: Callable[["Node"], Any] = _itself) -> Iterator[tuple[Any, ...]]:
+        """The fields of every NodeRecord, in order, without building the records; each node as ``name`` gives it."""
         for node, pass_adjoint, stored in zip(self.topology, self.pass_adjoints, self.stored_gradients):
-            yield node, node.operation, node.value, node.tracked, pass_adjoint, stored
+            yield name(node), node.operation, node.value, node.tracked, pass_adjoint, stored
 
     @cached_property
     def edges(self) -> tuple[EdgeRecord, ...]:
         """Every operand edge, in the order backward processed them."""
         return tuple(EdgeRecord(*row) for row in self.edge_rows())
 
-    def edge_rows(self) -> Iterator[tuple[Any, ...]]:
-        """The fields of every EdgeRecord, in order, without building the records.
+    def edge_rows(self, name: Callable[["Node"], Any] = _itself) -> Iterator[tuple[Any, ...]]:
+        """The fields of every EdgeRecord, in order, without building the records; each node as ``name`` gives it.
 
         The pass's reverse sweep done again (``Node._backward`` keeps nothing per edge): the
         same products and sums in the same order give the same floats, which the check at the
@@ -104,6 +109,6 @@ class PassRecord:
                     before = running[operand_index]
                     assert before is not None
                     running[operand_index] = after = before + contribution
-                yield consumer, slot, operand, local, upstream, contribution, operand.tracked, before, after
+                yield name(consumer), slot, name(operand), local, upstream, contribution, operand.tracked, before, after
         if tuple(running) != self.pass_adjoints:  # pragma: no cover - the two sweeps would have drifted apart
             raise AssertionError("the replayed sweep does not end at the pass's adjoints")

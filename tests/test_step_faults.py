@@ -131,3 +131,29 @@ def test_micrograd_raising_in_one_step_loses_that_steps_levels_only_and_the_caus
         assert results["gradients"]["outcome"] == "xfailed"
         assert f"got fault {raised}" in results["gradients"]["message"]
         assert any(cause in hint for hint in results["gradients"]["diagnosis"]), results["gradients"]
+
+
+def test_torch_answers_a_step_it_raises_at_with_that_steps_fault_and_runs_on():
+    """PyTorch (optional; checked where it is installed) raising in one backward: that step's fault, the rest runs."""
+    pytest.importorskip("torch", reason="torch is optional and never installed by the set-up")
+    program = [
+        {"id": "c", "op": "constant", "value": 2.0},
+        {"id": "y", "op": "mul", "operands": ["c", "c"]},
+        {"op": "backward", "output": "y"},  # torch: RuntimeError, y does not require grad
+        {"id": "x", "op": "variable", "value": 4.0},
+        {"id": "r", "op": "sqrt", "operands": ["x"]},
+        {"op": "backward", "output": "r"},
+    ]
+    requests = [{"type": "hello", "protocol": 2}, {"type": "run", "case": "t", "program": program}, {"type": "shutdown"}]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "adapters/torch/adapter.py")],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    hello, result = done.stdout.splitlines()
+    observations = decode_reply(result.encode(), "t", parse_program(program, "test"))
+    assert observations[2].fault is not None and observations[2].fault.startswith("RuntimeError: "), observations[2]
+    assert observations[4] == Observation(value=2.0, tracked=True)
+    assert observations[5].gradients == {"x": 0.25, "r": 1.0}

@@ -20,7 +20,7 @@ from reference.ops import OPS
 
 from .fixture import FORMAT_VERSION
 from .program import DECLARABLE_OPS, LEAF_OPS
-from .protocol import FEATURES, LEVELS, EdgeRecord, NodeId, NodeRecord
+from .protocol import FEATURES, LEVELS, OBSERVATION_SHAPES, EdgeRecord, ErrorInfo, NodeId, NodeRecord, Observation, PassRecord
 
 
 def fixture_schema() -> dict[str, Any]:
@@ -214,34 +214,7 @@ def fixture_schema() -> dict[str, Any]:
                     "edges": {"type": "array", "items": _record_schema(EdgeRecord)},
                 },
             },
-            "observation": {
-                "oneOf": [
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["value", "tracked"],
-                        "properties": {"value": {"$ref": "#/$defs/float"}, "tracked": {"type": "boolean"}},
-                    },
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["error"],
-                        "properties": {"error": {"$ref": "#/$defs/error"}},
-                    },
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["error", "gradients"],
-                        "properties": {"error": {"$ref": "#/$defs/error"}, "gradients": {"$ref": "#/$defs/gradients"}},
-                    },
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["gradients"],
-                        "properties": {"gradients": {"$ref": "#/$defs/gradients"}, "pass": {"$ref": "#/$defs/pass"}},
-                    },
-                ]
-            },
+            "observation": {"oneOf": _observation_shapes()},
         },
     }
 
@@ -266,6 +239,35 @@ def _record_schema(record: type[msgspec.Struct]) -> dict[str, Any]:
         "required": [field.name for field in fields],
         "properties": {field.name: _FIELD_SCHEMAS[field.type] for field in fields},
     }
+
+
+#: The schema of each field of an observation, by its type (``_observation_shapes``).
+_OBSERVATION_FIELD_SCHEMAS: dict[Any, dict[str, Any]] = {
+    Optional[float]: {"$ref": "#/$defs/float"},
+    Optional[bool]: {"type": "boolean"},
+    Optional[ErrorInfo]: {"$ref": "#/$defs/error"},
+    Optional[dict[str, float]]: {"$ref": "#/$defs/gradients"},
+    Optional[PassRecord]: {"$ref": "#/$defs/pass"},
+}
+
+
+def _observation_shapes() -> list[dict[str, Any]]:
+    """One object per shape an observation may have (``protocol.OBSERVATION_SHAPES``), its fields required."""
+    fields = [field for field in msgspec.structs.fields(Observation) if field.name not in ("fault", "skipped")]
+    shapes: list[frozenset[str]] = []
+    for allowed in OBSERVATION_SHAPES.values():
+        shapes.extend(shape for shape in allowed if shape not in shapes)
+    return [
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [field.encode_name for field in fields if field.encode_name in shape],
+            "properties": {
+                field.encode_name: _OBSERVATION_FIELD_SCHEMAS[field.type] for field in fields if field.encode_name in shape
+            },
+        }
+        for shape in shapes
+    ]
 
 
 def fixture_schema_text() -> str:

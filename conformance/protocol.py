@@ -292,36 +292,52 @@ class Observation(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True
         return data
 
 
+#: The shapes an observation may have, by the kind of its step (docs/protocol.md, "Observations"): each the set of
+#: fields it carries (wire names). A fault or skipped observation (protocol 2.1) carries its one field instead.
+OBSERVATION_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
+    "creation": (frozenset({"value", "tracked"}), frozenset({"error"})),
+    "backward": (frozenset({"gradients"}), frozenset({"gradients", "pass"}), frozenset({"error", "gradients"})),
+    "zero_grad": (frozenset({"gradients"}),),
+}
+#: Every field an observation's shape is made of, as (wire name, attribute), in the type's order.
+_SHAPE_FIELDS = tuple(
+    (field.encode_name, field.name) for field in msgspec.structs.fields(Observation) if field.name not in ("fault", "skipped")
+)
+#: Fields of an observation that ``shape_problem``'s fast path does not know: a new one is checked the careful way.
+_UNKNOWN_TO_FAST_PATH = tuple(
+    name for wire, name in _SHAPE_FIELDS if wire not in ("value", "tracked", "error", "gradients", "pass")
+)
+
+
+def step_kind(step: Step) -> str:
+    """``creation``, ``backward`` or ``zero_grad``: the key of ``OBSERVATION_SHAPES`` for ``step``."""
+    return "creation" if step.id is not None else "backward" if step.op == "backward" else "zero_grad"
+
+
 def shape_problem(step: Step, observation: Observation) -> Optional[str]:
     """What is wrong with the shape of ``observation`` for ``step`` (docs/protocol.md), or None."""
     if observation.fault is not None or observation.skipped is not None:
         return _step_fault_problem(observation)
-    # The shapes of a run that went well, told apart without building sets.
-    if observation.error is None and observation.pass_ is None and step.id is not None:  # a creation
-        if observation.value is not None and observation.tracked is not None and observation.gradients is None:
-            return None
-    elif observation.error is None and observation.value is None and observation.tracked is None and step.id is None:
-        if observation.gradients is not None and (observation.pass_ is None or step.op == "backward"):
-            return None
+    # The shapes of a run that went well, told apart without building sets (the hot path of every reply);
+    # tests/test_reply_shapes.py holds it to OBSERVATION_SHAPES for every combination of fields.
+    if not _UNKNOWN_TO_FAST_PATH or all(getattr(observation, name) is None for name in _UNKNOWN_TO_FAST_PATH):
+        if observation.error is None and observation.pass_ is None and step.id is not None:  # a creation
+            if observation.value is not None and observation.tracked is not None and observation.gradients is None:
+                return None
+        elif observation.error is None and observation.value is None and observation.tracked is None and step.id is None:
+            if observation.gradients is not None and (observation.pass_ is None or step.op == "backward"):
+                return None
     return _shape_problem(step, observation)
 
 
 def _shape_problem(step: Step, observation: Observation) -> Optional[str]:
     """``shape_problem`` worked out from the sets of fields present and allowed."""
-    has = {name for name in ("value", "tracked", "error", "gradients") if getattr(observation, name) is not None}
-    if observation.pass_ is not None:
-        has.add("pass")
+    has = {wire for wire, name in _SHAPE_FIELDS if getattr(observation, name) is not None}
     if observation.error is not None:
         problem = _error_problem(observation.error)
         if problem:
             return problem
-    allowed: tuple[set[str], ...]
-    if step.id is not None:
-        allowed = ({"value", "tracked"}, {"error"})
-    elif step.op == "backward":
-        allowed = ({"gradients"}, {"gradients", "pass"}, {"error", "gradients"})
-    else:
-        allowed = ({"gradients"},)
+    allowed = OBSERVATION_SHAPES[step_kind(step)]
     if has in allowed:
         return None
     shapes = " or ".join("{" + ", ".join(sorted(shape)) + "}" for shape in allowed)
@@ -330,11 +346,11 @@ def _shape_problem(step: Step, observation: Observation) -> Optional[str]:
 
 def _step_fault_problem(observation: Observation) -> Optional[str]:
     """A fault or skipped observation (protocol 2.1) carries that one field and nothing else."""
-    others = [name for name in ("value", "tracked", "error", "gradients", "pass_") if getattr(observation, name) is not None]
+    others = [wire for wire, name in _SHAPE_FIELDS if getattr(observation, name) is not None]
     if observation.fault is not None and observation.skipped is not None:
         others.append("skipped")
     if others:
-        fields = ", ".join(sorted("pass" if name == "pass_" else name for name in others))
+        fields = ", ".join(sorted(others))
         kind = "fault" if observation.fault is not None else "skipped"
         return f"a {kind} observation carries no other field, got {fields} beside it"
     if observation.fault is not None and not observation.fault.strip():

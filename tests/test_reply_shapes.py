@@ -9,6 +9,8 @@ import pytest
 from conformance.fixture import FIXTURES_DIR, load_fixture
 from conformance.program import parse_program
 from conformance.protocol import (
+    _SHAPE_FIELDS,
+    OBSERVATION_SHAPES,
     ErrorInfo,
     Observation,
     PassRecord,
@@ -18,6 +20,7 @@ from conformance.protocol import (
     decode_reply,
     encode_result,
     shape_problem,
+    step_kind,
 )
 
 PROGRAM = parse_program(
@@ -38,14 +41,22 @@ PRESENT = {
 }
 
 
+@pytest.mark.parametrize("error", [PRESENT["error"], ErrorInfo("non-finite-seed", seed=float("inf"))], ids=["bad-kind", "good"])
 @pytest.mark.parametrize("step", PROGRAM, ids=lambda step: step.op)
-def test_every_combination_of_fields_gets_the_same_verdict_both_ways(step):
+def test_every_combination_of_fields_gets_the_same_verdict_both_ways(step, error):
+    """The fast path and the careful one agree, and a shape passes exactly when OBSERVATION_SHAPES lists it."""
+    assert set(PRESENT) == {name for _, name in _SHAPE_FIELDS}, "give a new observation field a value in PRESENT"
+    wire = dict((name, wire) for wire, name in _SHAPE_FIELDS)
+    present = {**PRESENT, "error": error}
     verdicts = set()
-    for count in range(len(PRESENT) + 1):
-        for names in itertools.combinations(PRESENT, count):
-            observation = Observation(**{name: PRESENT[name] for name in names})
-            assert shape_problem(step, observation) == _shape_problem(step, observation), names
-            verdicts.add(shape_problem(step, observation) is None)
+    for count in range(len(present) + 1):
+        for names in itertools.combinations(present, count):
+            observation = Observation(**{name: present[name] for name in names})
+            verdict = shape_problem(step, observation)
+            assert verdict == _shape_problem(step, observation), names
+            listed = frozenset(wire[name] for name in names) in OBSERVATION_SHAPES[step_kind(step)]
+            assert (verdict is None) == (listed and (error is not PRESENT["error"] or "error" not in names)), names
+            verdicts.add(verdict is None)
     assert verdicts == {True, False}  # each step kind has shapes it takes and shapes it refuses
 
 

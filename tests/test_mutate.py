@@ -85,3 +85,39 @@ def test_the_judge_kills_a_mutant_whose_hello_declares_less_than_its_engine(tmp_
     fake = f"{sys.executable} {ROOT / 'tests' / 'fakes' / 'partial_adapter.py'}"
     assert judge.judge("reference", tmp_path, "quick", fake) == 0
     assert judge.judge("reference", tmp_path, "quick", f"{fake} --levels values,gradients,errors,trace") == 1
+
+
+def test_a_verdict_cut_short_by_sigterm_is_no_kill_and_the_server_exits(tmp_path):
+    # run.py terminates the judging server it started; another pass may be using it. The verdict
+    # in progress must give no reply (its client then judges by the command), not a kill, and
+    # the server must end and remove its socket rather than serve on.
+    import json
+    import signal
+    import socket
+    import time
+
+    sock = tmp_path / "judge.sock"
+    env = {**__import__("os").environ, "MUTATE_JUDGE_SOCKET": str(sock)}
+    server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "mutate" / "judge.py"), "serve"], env=env)
+    try:
+        for _ in range(300):
+            if sock.exists():
+                break
+            time.sleep(0.1)
+        assert sock.exists(), "the judging server did not start"
+        # An adapter that never answers hello: the verdict is still in progress when SIGTERM comes.
+        silent = f"{sys.executable} -c 'import time; time.sleep(30)'"
+        request = {"engine": "rust", "source": str(tmp_path), "selection": "quick", "adapter": silent}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(sock))
+            client.sendall(json.dumps(request).encode() + b"\n")
+            time.sleep(1.0)
+            server.send_signal(signal.SIGTERM)
+            reply = client.makefile("rb").readline()
+        assert reply.strip() == b"", f"a verdict cut short replied {reply!r}"
+        assert server.wait(timeout=20) == 0
+        assert not sock.exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -196,14 +196,29 @@ def _stop_at_failure(results: list[Any]) -> None:
         raise _Killed("killed")
 
 
+class _Terminated(BaseException):
+    """SIGTERM: not a KeyboardInterrupt, which the runner would take for a verdict's end (a kill)."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def serve() -> int:
-    """Serve judgements until killed; the socket is removed on the way out."""
+    """Serve judgements until killed; the socket is removed on the way out.
+
+    SIGTERM (run.py's ``terminate()``) raises ``_Terminated``, which the runner does not
+    catch: a verdict it cuts short gives its client no reply, so the client judges that
+    mutant by the command instead. As a KeyboardInterrupt it was caught by the runner as an
+    interrupted run, replied as a kill, and left the server running (a pass sharing the
+    server of one that ended got a false kill, and the ending pass waited for ever).
+    """
     server = _Server()
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # terminate() removes the socket too
+    signal.signal(signal.SIGTERM, _terminate)  # terminate() removes the socket too
     print(f"judge: serving on {SOCKET} ({len(server.corpus)} cases loaded)", flush=True)
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated):
         pass
     finally:
         server.server_close()

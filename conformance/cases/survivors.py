@@ -180,6 +180,28 @@ def many_passes_on_one_graph() -> Case:
     )
 
 
+def sqrt_of_small_negatives() -> Case:
+    """sqrt of negatives in [-1, 0): each is nan, a non-finite-result, as sqrt(-4) is."""
+    steps: list[dict[str, Any]] = [
+        {"id": "minus_quarter", "op": "variable", "value": -0.25},
+        {"id": "minus_one", "op": "variable", "value": -1.0},
+        {"id": "minus_tiny", "op": "variable", "value": -5e-324},
+        {"id": "r_quarter", "op": "sqrt", "operands": ["minus_quarter"]},
+        {"id": "r_one", "op": "sqrt", "operands": ["minus_one"]},
+        {"id": "r_tiny", "op": "sqrt", "operands": ["minus_tiny"]},
+    ]
+    return _case(
+        "survivors/sqrt-of-small-negatives",
+        "sqrt(-0.25), sqrt(-1) and sqrt(-5e-324): each value is nan, so each fails with non-finite-result, as "
+        "sqrt(-4) does (errors/non-finite-result-sqrt-negative). Catches a negative test that lets a negative operand "
+        "above a wrong bound through to a root that raises or returns a number (cosmic-ray on reference/crmath.py "
+        "ieee_sqrt: `a >= 0.0` as `a >= -1.0`, which sends -0.25 to math.sqrt, which raises; the default fuzz run "
+        "found it, the corpus did not).",
+        steps,
+        "sqrt_of_small_negatives",
+    )
+
+
 def cases() -> list[Case]:
     """Every survivor case."""
     return [
@@ -190,4 +212,5 @@ def cases() -> list[Case]:
         backward_as_the_tape_grows(),
         accumulation_overflow_at_the_first_node_without_record(),
         many_passes_on_one_graph(),
+        sqrt_of_small_negatives(),
     ]

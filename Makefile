@@ -67,7 +67,7 @@ bench: setup
 # Automatic mutation testing (bench/mutate/, README "Mutation score"): cosmic-ray over reference/,
 # cargo-mutants over the Rust port's engine files, gremlins over the Go port's autograd package, each
 # installed from its registry on first use, every mutant judged by the corpus alone. Not part of
-# `make test`: up to about 66 minutes on 2 cores, the sum of the three passes of README "Mutation score". Fails when a mutant survives that bench/mutate/equivalent.toml
+# `make test`: 44 minutes on 2 cores, end to end (README "Mutation score"). Fails when a mutant survives that bench/mutate/equivalent.toml
 # does not list.
 mutate: setup
 	$(BIN)/python bench/mutate/run.py

@@ -20,7 +20,7 @@ from reference.ops import OPS
 
 from .fixture import FORMAT_VERSION
 from .program import DECLARABLE_OPS, LEAF_OPS
-from .protocol import FEATURES, LEVELS, OBSERVATION_SHAPES, EdgeRecord, ErrorInfo, NodeId, NodeRecord, Observation, PassRecord
+from .protocol import FEATURES, LEVELS, OBSERVATION_SHAPES, SHAPE_FIELDS, EdgeRecord, ErrorInfo, NodeId, NodeRecord, PassRecord
 
 
 def fixture_schema() -> dict[str, Any]:
@@ -253,7 +253,6 @@ _OBSERVATION_FIELD_SCHEMAS: dict[Any, dict[str, Any]] = {
 
 def _observation_shapes() -> list[dict[str, Any]]:
     """One object per shape an observation may have (``protocol.OBSERVATION_SHAPES``), its fields required."""
-    fields = [field for field in msgspec.structs.fields(Observation) if field.name not in ("fault", "skipped")]
     shapes: list[frozenset[str]] = []
     for allowed in OBSERVATION_SHAPES.values():
         shapes.extend(shape for shape in allowed if shape not in shapes)
@@ -261,9 +260,9 @@ def _observation_shapes() -> list[dict[str, Any]]:
         {
             "type": "object",
             "additionalProperties": False,
-            "required": [field.encode_name for field in fields if field.encode_name in shape],
+            "required": [field.encode_name for field in SHAPE_FIELDS if field.encode_name in shape],
             "properties": {
-                field.encode_name: _OBSERVATION_FIELD_SCHEMAS[field.type] for field in fields if field.encode_name in shape
+                field.encode_name: _OBSERVATION_FIELD_SCHEMAS[field.type] for field in SHAPE_FIELDS if field.encode_name in shape
             },
         }
         for shape in shapes

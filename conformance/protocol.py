@@ -299,10 +299,10 @@ OBSERVATION_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     "backward": (frozenset({"gradients"}), frozenset({"gradients", "pass"}), frozenset({"error", "gradients"})),
     "zero_grad": (frozenset({"gradients"}),),
 }
-#: Every field an observation's shape is made of, as (wire name, attribute), in the type's order.
-_SHAPE_FIELDS = tuple(
-    (field.encode_name, field.name) for field in msgspec.structs.fields(Observation) if field.name not in ("fault", "skipped")
-)
+#: Every field an observation's shape is made of (all but protocol 2.1's ``fault`` and ``skipped``), in the type's order.
+SHAPE_FIELDS = tuple(field for field in msgspec.structs.fields(Observation) if field.name not in ("fault", "skipped"))
+#: The same fields as (wire name, attribute).
+_SHAPE_FIELDS = tuple((field.encode_name, field.name) for field in SHAPE_FIELDS)
 #: Fields of an observation that ``shape_problem``'s fast path does not know: a new one is checked the careful way.
 _UNKNOWN_TO_FAST_PATH = tuple(
     name for wire, name in _SHAPE_FIELDS if wire not in ("value", "tracked", "error", "gradients", "pass")

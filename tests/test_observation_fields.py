@@ -22,7 +22,7 @@ from conformance.bounds import derive_bounds
 from conformance.compare import compare_fields
 from conformance.doc_example import with_example
 from conformance.execute import run_program
-from conformance.fixture import load_corpus, load_fixture
+from conformance.fixture import FIXTURES_DIR, load_corpus, load_fixture
 from conformance.fixture_schema import fixture_schema
 from conformance.mutants import MutantEngine
 from conformance.protocol import EDGE_FLOATS, NODE_FLOATS, EdgeRecord, NodeRecord, Profile
@@ -39,7 +39,7 @@ def test_the_reference_records_have_the_wire_fields_in_order(wire: type, referen
 
 
 def test_the_reference_rows_have_every_field() -> None:
-    fixture = load_fixture(ROOT / "fixtures" / "seed" / "reused-square.json")
+    fixture = load_fixture(FIXTURES_DIR / "seed" / "reused-square.json")
     observed = run_program(fixture.program)
     record = next(o.pass_ for o in observed if o.pass_ is not None)
     assert record.nodes and record.edges
@@ -49,7 +49,7 @@ def test_the_reference_rows_have_every_field() -> None:
 @pytest.mark.parametrize("case", ["seed/reused-square", "structure/constants-untracked", "seed/detach"])
 def test_the_catalogue_engine_records_every_field_as_the_reference_does(case: str) -> None:
     """The catalogue's engine (conformance/mutants.py, also behind the correct variants) builds its own records."""
-    fixture = load_fixture(ROOT / "fixtures" / f"{case}.json")
+    fixture = load_fixture(FIXTURES_DIR / f"{case}.json")
     try:
         observed = MutantEngine().run(fixture.program)
     except TypeError as error:  # a record type with a field the catalogue's _pass_record does not give
@@ -87,7 +87,7 @@ def _perturbed(value: object) -> object:
 
 
 def _every_field_compared(level: str, which: str, fields: tuple[str, ...]) -> None:
-    fixture = load_fixture(ROOT / "fixtures" / "seed" / "reused-square.json")
+    fixture = load_fixture(FIXTURES_DIR / "seed" / "reused-square.json")
     step = next(i for i, o in enumerate(fixture.expected) if o.pass_ is not None)
     for name in fields:
         observations = list(fixture.expected)
